@@ -1,0 +1,1 @@
+"""Typed request and response schemas shared by the daemon and its clients."""

@@ -1,0 +1,29 @@
+"""The discovery file: how clients find the daemon that serves a home."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from roundhouse.api.daemon import Discovery
+
+
+def read_discovery(path: Path) -> Discovery | None:
+    """The recorded daemon, or None when there is no file or it is unreadable."""
+    try:
+        return Discovery.model_validate_json(path.read_bytes())
+    except (FileNotFoundError, ValidationError, ValueError):
+        # A half-written or foreign file is treated like no file: the daemon rewrites it.
+        return None
+
+
+def write_discovery(path: Path, discovery: Discovery) -> None:
+    """Write atomically, so a client never reads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".json", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(discovery.model_dump_json(indent=2))
+    Path(tmp).replace(path)

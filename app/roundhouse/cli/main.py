@@ -1,0 +1,119 @@
+"""Entry point of the `roundhouse` command: the app, the daemon and its client commands."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from roundhouse import __version__
+from roundhouse.base.paths import HOME_ENV, Home, resolve_home
+from roundhouse.base.units import format_duration
+from roundhouse.cli.output import console, fail, print_json
+from roundhouse.client import ClientError, DaemonClient
+from roundhouse.client.lifecycle import probe_status, stop_daemon
+
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a client coroutine; client errors become one readable line and exit code 1."""
+    try:
+        return asyncio.run(coro)
+    except ClientError as exc:
+        fail(str(exc))
+
+
+def home_of(ctx: click.Context) -> Home:
+    home: Home = ctx.obj
+    return home
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar=HOME_ENV,
+    help="Keep config, data, logs and the daemon's files under this folder.",
+)
+@click.version_option(__version__, prog_name="roundhouse")
+@click.pass_context
+def cli(ctx: click.Context, home: Path | None) -> None:
+    """Roundhouse runs large language models on your own machine.
+
+    With no command, it opens the desktop app.
+    """
+    ctx.obj = resolve_home(home)
+    if ctx.invoked_subcommand is None:
+        from roundhouse.cli.gui_command import open_app
+
+        raise SystemExit(open_app(ctx.obj))
+
+
+@cli.command()
+@click.option("--port", type=click.IntRange(0, 65535), help="Port to listen on (0: any free).")
+@click.option("--host", help="Address to bind (default 127.0.0.1).")
+@click.pass_context
+def serve(ctx: click.Context, port: int | None, host: str | None) -> None:
+    """Run the daemon in the foreground until Ctrl+C or `roundhouse stop`."""
+    from roundhouse.cli.serve_command import serve_foreground
+
+    raise SystemExit(serve_foreground(home_of(ctx), host=host, port=port))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Say whether the daemon runs, with its pid, url, version and uptime."""
+    result = run_async(probe_status(home_of(ctx)))
+    if as_json:
+        print_json(result)
+    elif result.running:
+        console.print(
+            f"[green]Running[/]: pid {result.pid} at {result.url}, version {result.version}, "
+            f"up {format_duration(result.uptime_s)}",
+            highlight=False,
+        )
+    else:
+        console.print(f"[yellow]Not running[/]: {result.message}", highlight=False)
+    raise SystemExit(0 if result.running else 3)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def stop(ctx: click.Context, as_json: bool) -> None:
+    """Stop the daemon of this home and wait until it has exited."""
+    last = run_async(stop_daemon(home_of(ctx)))
+    if as_json:
+        print_json({"stopped": True, "pid": last.pid})
+    else:
+        console.print(f"Stopped the daemon (pid {last.pid}).", highlight=False)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--refresh", is_flag=True, help="Look at the hardware again instead of the cache.")
+@click.pass_context
+def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
+    """List the CPU, RAM, GPUs and the engines that suit this machine."""
+
+    async def fetch() -> Any:
+        async with DaemonClient.for_home(home_of(ctx)) as client:
+            return await client.hardware(refresh=refresh)
+
+    inventory = run_async(fetch())
+    if as_json:
+        print_json(inventory)
+        return
+    from roundhouse.cli.hardware_view import inventory_view
+
+    console.print(inventory_view(inventory))
+
+
+def main() -> None:
+    cli(prog_name="roundhouse")

@@ -1,0 +1,125 @@
+"""An async client of the daemon's control API with typed results."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import httpx
+from httpx_sse import aconnect_sse
+from pydantic import BaseModel, ValidationError
+
+from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAccepted
+from roundhouse.api.hardware import HardwareInventory, HardwareSample, SampleHistory
+from roundhouse.api.settings import Settings
+from roundhouse.base.paths import Home
+from roundhouse.client.errors import ApiError, DaemonUnreachableError
+from roundhouse.client.locate import locate
+
+M = TypeVar("M", bound=BaseModel)
+
+# Short: a live daemon answers in milliseconds, and a dead one must not freeze the caller.
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
+
+
+class DaemonClient:
+    """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT):
+        self.base_url = base_url
+        self._http = httpx.AsyncClient(
+            base_url=base_url + API_PREFIX,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+            # A daemon on loopback must not be reached through a proxy from the environment.
+            trust_env=False,
+        )
+
+    @classmethod
+    def for_home(cls, home: Home, **kwargs: Any) -> DaemonClient:
+        located = locate(home)
+        return cls(located.discovery.url, located.token, **kwargs)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> DaemonClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _request(self, method: str, path: str, model: type[M], **kwargs: Any) -> M:
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise DaemonUnreachableError(
+                f"The Roundhouse daemon at {self.base_url} does not answer "
+                f"({type(exc).__name__}). Is it still running? Try `roundhouse status`."
+            ) from exc
+        _raise_for_problem(response)
+        try:
+            return model.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise ApiError(
+                Problem(
+                    title="Unexpected answer",
+                    status=response.status_code,
+                    detail=f"The daemon's answer to {path} does not match this client "
+                    "(are the app and the daemon the same version?).",
+                )
+            ) from exc
+
+    async def status(self) -> DaemonStatus:
+        return await self._request("GET", "/status", DaemonStatus)
+
+    async def shutdown(self) -> ShutdownAccepted:
+        return await self._request("POST", "/shutdown", ShutdownAccepted)
+
+    async def settings(self) -> Settings:
+        return await self._request("GET", "/settings", Settings)
+
+    async def put_settings(self, settings: Settings) -> Settings:
+        return await self._request("PUT", "/settings", Settings, content=settings.model_dump_json())
+
+    async def hardware(self, refresh: bool = False) -> HardwareInventory:
+        params = {"refresh": "true"} if refresh else {}
+        return await self._request("GET", "/hardware", HardwareInventory, params=params)
+
+    async def samples(self, since: float | None = None) -> SampleHistory:
+        params = {"since": str(since)} if since is not None else {}
+        return await self._request("GET", "/hardware/samples", SampleHistory, params=params)
+
+    async def stream_samples(self) -> AsyncIterator[HardwareSample]:
+        """Every new hardware sample, as the daemon takes it, until the stream ends."""
+        async for data in self._stream("/hardware/samples/stream", "sample"):
+            yield HardwareSample.model_validate_json(data)
+
+    async def _stream(self, path: str, event_name: str) -> AsyncIterator[str]:
+        timeout = httpx.Timeout(10.0, connect=2.0, read=None)
+        try:
+            async with aconnect_sse(self._http, "GET", path, timeout=timeout) as source:
+                if not source.response.is_success:
+                    await source.response.aread()
+                    _raise_for_problem(source.response)
+                async for sse in source.aiter_sse():
+                    if sse.event == event_name:
+                        yield sse.data
+        except httpx.TransportError as exc:
+            raise DaemonUnreachableError(
+                f"The live stream from the daemon at {self.base_url} broke ({type(exc).__name__})."
+            ) from exc
+
+
+def _raise_for_problem(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    try:
+        problem = Problem.model_validate_json(response.content)
+    except ValidationError:
+        problem = Problem(
+            title=response.reason_phrase or "Error",
+            status=response.status_code,
+            detail=response.text[:500] or f"HTTP {response.status_code}",
+        )
+    raise ApiError(problem)

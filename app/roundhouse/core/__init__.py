@@ -1,0 +1,1 @@
+"""The domain: hardware, settings, sampling. Qt-free and web-framework-free."""

@@ -1,0 +1,64 @@
+"""Bind listening sockets, and name the process that holds a port when it is taken."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from dataclasses import dataclass
+
+import psutil
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    pid: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name} (pid {self.pid})"
+
+
+class PortInUseError(OSError):
+    def __init__(self, host: str, port: int, owner: PortOwner | None) -> None:
+        who = f" by {owner}" if owner else ""
+        super().__init__(errno.EADDRINUSE, f"Port {port} on {host} is already taken{who}.")
+        self.host = host
+        self.port = port
+        self.owner = owner
+
+
+def port_owner(port: int) -> PortOwner | None:
+    """The process listening on `port`, when the OS lets us see it (macOS needs root)."""
+    try:
+        connections = psutil.net_connections(kind="inet")
+    except (psutil.AccessDenied, PermissionError):
+        return None
+    for conn in connections:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            if conn.pid is None:
+                return None
+            try:
+                return PortOwner(conn.pid, psutil.Process(conn.pid).name())
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                return PortOwner(conn.pid, "unknown process")
+    return None
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0 picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # On POSIX SO_REUSEADDR only skips TIME_WAIT; on Windows it would let two servers share
+    # a port, so it is set only where it is safe.
+    if os.name != "nt":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES, getattr(errno, "WSAEADDRINUSE", -1)):
+            raise PortInUseError(host, port, port_owner(port)) from exc
+        raise
+    sock.listen(128)
+    return sock

@@ -1,0 +1,126 @@
+"""The 1 Hz sampler of live counters, kept in a bounded ring and fanned out to subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+
+import psutil
+
+from roundhouse.api.hardware import GpuSample, HardwareSample, SampleHistory
+
+log = logging.getLogger(__name__)
+
+GpuReader = Callable[[], list[GpuSample]]
+
+# A subscriber that falls this many samples behind loses the oldest: the live view wants
+# the newest reading, and the daemon must not grow memory for a stalled client.
+SUBSCRIBER_BACKLOG = 32
+
+
+def read_host_sample(
+    gpus: list[GpuSample], clock: Callable[[], float] = time.time
+) -> HardwareSample:
+    """One reading of CPU, RAM and the given GPU samples."""
+    memory = psutil.virtual_memory()
+    return HardwareSample(
+        t=clock(),
+        # interval=None compares with the previous call: non-blocking, and exact at 1 Hz.
+        cpu_percent=psutil.cpu_percent(interval=None),
+        ram_used_bytes=memory.total - memory.available,
+        ram_total_bytes=memory.total,
+        gpus=gpus,
+    )
+
+
+class Sampler:
+    """Samples at a fixed interval into a ring buffer; `subscribe()` streams new samples."""
+
+    def __init__(
+        self,
+        gpu_reader: GpuReader,
+        *,
+        interval_s: float = 1.0,
+        history_s: float = 3600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._gpu_reader = gpu_reader
+        self.interval_s = interval_s
+        self.capacity = max(1, int(history_s / interval_s))
+        self._ring: deque[HardwareSample] = deque(maxlen=self.capacity)
+        self._clock = clock
+        self._subscribers: set[asyncio.Queue[HardwareSample]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def history(self, since: float | None = None) -> SampleHistory:
+        samples = [s for s in self._ring if since is None or s.t > since]
+        return SampleHistory(interval_s=self.interval_s, capacity=self.capacity, samples=samples)
+
+    def latest(self) -> HardwareSample | None:
+        return self._ring[-1] if self._ring else None
+
+    async def sample_once(self) -> HardwareSample:
+        """Take one sample now (GPU libraries block, so they run in a worker thread)."""
+        gpus = await asyncio.to_thread(self._safe_gpu_read)
+        sample = read_host_sample(gpus, self._clock)
+        self._publish(sample)
+        return sample
+
+    def _safe_gpu_read(self) -> list[GpuSample]:
+        try:
+            return self._gpu_reader()
+        except Exception:
+            # A GPU that fails one reading must not stop CPU and RAM sampling; the error is
+            # logged with its traceback and the next tick tries again.
+            log.exception("GPU sampling failed")
+            return []
+
+    def _publish(self, sample: HardwareSample) -> None:
+        self._ring.append(sample)
+        for queue in self._subscribers:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(sample)
+
+    async def subscribe(self) -> AsyncIterator[HardwareSample]:
+        """Yield every new sample until the caller stops iterating."""
+        queue: asyncio.Queue[HardwareSample] = asyncio.Queue(maxsize=SUBSCRIBER_BACKLOG)
+        self._subscribers.add(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._subscribers.discard(queue)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def start(self) -> None:
+        if self._task is None:
+            psutil.cpu_percent(interval=None)  # prime: the first call always returns 0.0
+            self._task = asyncio.create_task(self._run(), name="hardware-sampler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_tick = loop.time()
+        while True:
+            await self.sample_once()
+            # Schedule against a fixed grid so slow readings do not drift the rate.
+            next_tick += self.interval_s
+            delay = next_tick - loop.time()
+            if delay < 0:
+                next_tick = loop.time()
+                delay = 0
+            await asyncio.sleep(delay)

@@ -1,0 +1,71 @@
+"""Load and save the typed settings as TOML, with a schema version and migrations."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import ValidationError
+
+from roundhouse.api.settings import SETTINGS_SCHEMA_VERSION, Settings
+from roundhouse.core.errors import SettingsError
+
+# Each migration takes the raw TOML of version N and returns version N+1.
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    """Bring a raw settings table up to the current schema version."""
+    version = raw.get("schema_version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise SettingsError(f"schema_version must be a positive integer, not {version!r}.")
+    if version > SETTINGS_SCHEMA_VERSION:
+        raise SettingsError(
+            f"These settings were written by a newer Roundhouse (schema {version}, "
+            f"this one reads up to {SETTINGS_SCHEMA_VERSION}). Upgrade Roundhouse."
+        )
+    while version < SETTINGS_SCHEMA_VERSION:
+        raw = MIGRATIONS[version](raw)
+        version += 1
+        raw["schema_version"] = version
+    return raw
+
+
+def load_settings(path: Path) -> Settings:
+    """Read the settings; defaults when the file does not exist yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings()
+    try:
+        raw = tomllib.loads(text)
+        return Settings.model_validate(migrate(raw))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path} is not valid TOML ({exc}). Fix or delete it.") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise SettingsError(f"{path} has invalid values ({problems}). Fix or delete it.") from exc
+
+
+def save_settings(path: Path, settings: Settings) -> None:
+    """Write the settings atomically: a crash mid-write never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = settings.model_dump(mode="json", exclude_none=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            tomli_w.dump(data, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,216 @@
+"""The daemon process: one per home, found through its discovery file, stopped cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+from filelock import FileLock, Timeout
+
+from roundhouse import __version__
+from roundhouse.api.daemon import Discovery
+from roundhouse.api.discovery import read_discovery, write_discovery
+from roundhouse.api.settings import Settings
+from roundhouse.base.paths import Home
+from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.logs import configure_logging
+from roundhouse.core.ports import PortInUseError, bind_listener
+from roundhouse.core.sampler import Sampler
+from roundhouse.core.settings import load_settings
+from roundhouse.server.app import create_app
+from roundhouse.server.security import write_token
+from roundhouse.server.services import DaemonServices, HardwareSource
+
+log = logging.getLogger(__name__)
+
+HardwareFactory = Callable[[Home, Settings], HardwareSource]
+
+
+class DaemonStartError(Exception):
+    """The daemon cannot start; str() says why and what to do."""
+
+
+class AlreadyRunningError(DaemonStartError):
+    """Another daemon holds this home."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str | None = None
+    port: int | None = None
+
+
+def models_dir(settings: Settings) -> Path:
+    """Where models are stored: the setting, else the Hugging Face cache."""
+    if settings.models_dir:
+        return Path(settings.models_dir).expanduser()
+    hf_home = os.environ.get("HF_HOME")
+    base = Path(hf_home) if hf_home else Path.home() / ".cache" / "huggingface"
+    return Path(os.environ.get("HF_HUB_CACHE") or base / "hub")
+
+
+def default_hardware(home: Home, settings: Settings) -> HardwareSource:
+    from roundhouse.core.hardware.inventory import HardwareProbe
+
+    return HardwareProbe.for_this_machine(models_dir=models_dir(settings))
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, told to stop our streams first and to exit 0 on SIGTERM/SIGINT."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # uvicorn re-raises captured signals after shutdown, which would kill the process
+        # before our own clean-up runs; a signal here means "stop gracefully", nothing more.
+        self._captured_signals.clear()
+        self._on_exit()
+
+    async def on_tick(self, counter: int) -> bool:
+        should_exit = await super().on_tick(counter)
+        if should_exit:
+            self._on_exit()
+        return should_exit
+
+
+def _already_running_message(home: Home) -> str:
+    found = read_discovery(home.discovery_file)
+    if found is None:
+        return f"A Roundhouse daemon is starting or running for {home.label}."
+    return f"A Roundhouse daemon already serves this home: pid {found.pid} at {found.url}."
+
+
+def _bind(host: str, port: int, explicit: bool) -> socket.socket:
+    try:
+        return bind_listener(host, port)
+    except PortInUseError as exc:
+        if explicit:
+            raise DaemonStartError(f"{exc.strerror} Choose another with --port.") from exc
+        # The default port is only a preference: clients find the real one in the
+        # discovery file, so another free port is as good.
+        log.warning("%s Serving on a free port instead.", exc.strerror)
+        return bind_listener(host, 0)
+
+
+def run_daemon(
+    home: Home,
+    options: ServeOptions = ServeOptions(),
+    hardware_factory: HardwareFactory = default_hardware,
+    on_ready: Callable[[Discovery], None] | None = None,
+) -> int:
+    """Run the daemon in this process until it is told to stop; return the exit code."""
+    home.ensure()
+    configure_logging(home.log_dir, "daemon")
+    lock = FileLock(str(home.lock_file), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise AlreadyRunningError(_already_running_message(home)) from exc
+    try:
+        stale = read_discovery(home.discovery_file)
+        if stale is not None:
+            # We hold the lock, so whoever wrote this file is gone (killed or crashed).
+            log.warning("Replacing the discovery file of a daemon that ended (pid %d).", stale.pid)
+        try:
+            settings = load_settings(home.settings_file)
+        except RoundhouseError as exc:
+            raise DaemonStartError(exc.detail) from exc
+        host = options.host or settings.daemon.host
+        port = options.port if options.port is not None else settings.daemon.port
+        sock = _bind(host, port, explicit=options.port is not None)
+        asyncio.run(_serve(home, settings, sock, hardware_factory, on_ready))
+        return 0
+    finally:
+        _remove_own_files(home)
+        lock.release()
+
+
+def _remove_own_files(home: Home) -> None:
+    found = read_discovery(home.discovery_file)
+    if found is not None and found.pid == os.getpid():
+        home.discovery_file.unlink(missing_ok=True)
+        home.token_file.unlink(missing_ok=True)
+
+
+async def _serve(
+    home: Home,
+    settings: Settings,
+    sock: socket.socket,
+    hardware_factory: HardwareFactory,
+    on_ready: Callable[[Discovery], None] | None,
+) -> None:
+    hardware = await asyncio.to_thread(hardware_factory, home, settings)
+    sampler = Sampler(
+        hardware.sample_gpus,
+        interval_s=settings.daemon.sample_interval_s,
+        history_s=settings.daemon.sample_history_s,
+    )
+    token = write_token(home.token_file)
+    bound_host, bound_port = sock.getsockname()[:2]
+    url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    url = f"http://{url_host}:{bound_port}"
+
+    server: _Server | None = None
+
+    def request_shutdown() -> None:
+        services.stopping.set()
+        if server is not None:
+            server.should_exit = True
+
+    services = DaemonServices(
+        home=home,
+        settings=settings,
+        token=token,
+        hardware=hardware,
+        sampler=sampler,
+        version=__version__,
+        request_shutdown=request_shutdown,
+        url=url,
+        pid=os.getpid(),
+    )
+    config = uvicorn.Config(
+        create_app(services),
+        log_config=None,  # our rotating log file, not uvicorn's console handlers
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        lifespan="off",
+    )
+    server = _Server(config, on_exit=services.stopping.set)
+    sampler.start()
+    discovery = Discovery(
+        url=url,
+        pid=os.getpid(),
+        version=__version__,
+        started_at=services.started_at,
+        home=home.label,
+    )
+    write_discovery(home.discovery_file, discovery)
+    log.info("Roundhouse daemon %s serving %s (pid %d)", __version__, url, os.getpid())
+    if on_ready is not None:
+        on_ready(discovery)
+    started = time.monotonic()
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        await sampler.stop()
+        await asyncio.to_thread(hardware.close)
+        log.info("Daemon stopped after %.1f s", time.monotonic() - started)
+
+
+def print_ready(discovery: Discovery) -> None:
+    """What `roundhouse serve` prints once the daemon accepts requests."""
+    sys.stdout.write(f"Roundhouse daemon {discovery.version} serving {discovery.url} ")
+    sys.stdout.write(f"(pid {discovery.pid}). Stop with Ctrl+C or `roundhouse stop`.\n")
+    sys.stdout.flush()

@@ -1,0 +1,1 @@
+"""Routers of the control API, one module per area."""

@@ -1,0 +1,44 @@
+"""Routes about the daemon itself: status, settings and shutdown."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter
+
+from roundhouse.api.daemon import DaemonStatus, ShutdownAccepted
+from roundhouse.api.settings import Settings
+from roundhouse.core.settings import save_settings
+from roundhouse.server.deps import Services
+
+router = APIRouter(tags=["daemon"])
+
+
+@router.get("/status", response_model=DaemonStatus)
+async def get_status(services: Services) -> DaemonStatus:
+    return DaemonStatus(
+        running=True,
+        pid=services.pid,
+        url=services.url,
+        version=services.version,
+        uptime_s=round(time.time() - services.started_at, 3),
+        home=services.home.label,
+    )
+
+
+@router.post("/shutdown", response_model=ShutdownAccepted, status_code=202)
+async def shutdown(services: Services) -> ShutdownAccepted:
+    services.request_shutdown()
+    return ShutdownAccepted()
+
+
+@router.get("/settings", response_model=Settings)
+async def get_settings(services: Services) -> Settings:
+    return services.settings
+
+
+@router.put("/settings", response_model=Settings)
+async def put_settings(new: Settings, services: Services) -> Settings:
+    save_settings(services.home.settings_file, new)
+    services.settings = new
+    return new

@@ -1,0 +1,49 @@
+"""What the routes need from the daemon, passed in by the composition root."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from roundhouse.api.hardware import GpuSample, HardwareInventory
+from roundhouse.api.settings import Settings
+from roundhouse.base.paths import Home
+from roundhouse.core.sampler import Sampler
+
+
+class HardwareSource(Protocol):
+    """The hardware probe as the server sees it (blocking calls: run them in a thread)."""
+
+    def inventory(self) -> HardwareInventory: ...
+
+    def sample_gpus(self) -> list[GpuSample]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class DaemonServices:
+    home: Home
+    settings: Settings
+    token: str
+    hardware: HardwareSource
+    sampler: Sampler
+    version: str
+    request_shutdown: Callable[[], None]
+    started_at: float = field(default_factory=time.time)
+    url: str = ""
+    pid: int = 0
+    # Set when the daemon begins to stop, so long-lived streams end promptly.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _inventory: HardwareInventory | None = None
+    _inventory_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def inventory(self, refresh: bool = False) -> HardwareInventory:
+        """The inventory, collected once in a worker thread and cached until refreshed."""
+        async with self._inventory_lock:
+            if self._inventory is None or refresh:
+                self._inventory = await asyncio.to_thread(self.hardware.inventory)
+            return self._inventory

@@ -1,0 +1,44 @@
+"""Turn an async source into server-sent events that end when the daemon stops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TypeVar
+
+from fastapi.sse import ServerSentEvent
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+
+async def until_stopped(source: AsyncIterator[T], stopping: asyncio.Event) -> AsyncIterator[T]:
+    """Yield from `source` until it ends or `stopping` is set (uvicorn waits for open
+    responses on shutdown, so a stream that never ends would hold the daemon up)."""
+    stop_wait = asyncio.ensure_future(stopping.wait())
+    try:
+        while True:
+            next_item = asyncio.ensure_future(anext(source))
+            done, _ = await asyncio.wait(
+                {next_item, stop_wait}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if next_item not in done:
+                next_item.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await next_item
+                return
+            try:
+                item = next_item.result()
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        stop_wait.cancel()
+        if isinstance(source, AsyncGenerator):
+            await source.aclose()
+
+
+def event(name: str, model: BaseModel) -> ServerSentEvent:
+    """An SSE event whose data is the model's JSON."""
+    return ServerSentEvent(event=name, raw_data=model.model_dump_json())

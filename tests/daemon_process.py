@@ -1,0 +1,58 @@
+"""Start and stop a real `roundhouse serve` process for tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from roundhouse.api.daemon import Discovery
+from roundhouse.api.discovery import read_discovery
+from roundhouse.base.paths import Home, resolve_home
+
+
+@dataclass
+class DaemonProcess:
+    home: Home
+    process: subprocess.Popen[bytes]
+    discovery: Discovery
+
+    @property
+    def url(self) -> str:
+        return self.discovery.url
+
+    @property
+    def token(self) -> str:
+        return self.home.token_file.read_text(encoding="ascii").strip()
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+        return self.process.wait(timeout=timeout)
+
+
+def serve_argv(root: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "roundhouse", "--home", str(root), "serve", "--port", "0", *extra]
+
+
+def start_daemon(root: Path, timeout: float = 30.0) -> DaemonProcess:
+    """Run `roundhouse serve` on a free port under `root` and wait until it serves."""
+    home = resolve_home(root)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        serve_argv(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = read_discovery(home.discovery_file)
+        if found is not None and found.pid == process.pid and home.token_file.exists():
+            return DaemonProcess(home, process, found)
+        if process.poll() is not None:
+            output = process.stdout.read().decode() if process.stdout else ""
+            raise RuntimeError(f"daemon exited with {process.returncode}: {output}")
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("daemon did not write its discovery file in time")
