@@ -51,12 +51,14 @@ def test_shutdown_through_the_api(daemon: DaemonProcess) -> None:
 
 def test_shutdown_ends_open_streams(daemon: DaemonProcess) -> None:
     headers = {"Authorization": f"Bearer {daemon.token}"}
-    with httpx.Client(base_url=daemon.url, headers=headers, trust_env=False) as client:
-        with client.stream("GET", "/api/v1/hardware/samples/stream") as stream:
-            client.post("/api/v1/shutdown")
-            # The stream ends instead of holding the daemon open.
-            for _ in stream.iter_lines():
-                pass
+    with (
+        httpx.Client(base_url=daemon.url, headers=headers, trust_env=False) as client,
+        client.stream("GET", "/api/v1/hardware/samples/stream") as stream,
+    ):
+        client.post("/api/v1/shutdown")
+        # The stream ends instead of holding the daemon open.
+        for _ in stream.iter_lines():
+            pass
     assert daemon.process.wait(timeout=10) == 0
 
 

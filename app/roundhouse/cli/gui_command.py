@@ -14,4 +14,4 @@ def open_app(home: Home) -> int:
             f"The desktop app cannot start: {exc}. On Linux, install Qt's system libraries "
             "(see the README), or use the commands: `roundhouse --help`."
         )
-    return run_app(home)
+    return int(run_app(home))
