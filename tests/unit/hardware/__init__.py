@@ -1,0 +1,1 @@
+"""Tests of the hardware inventory on recorded outputs of real machines."""
