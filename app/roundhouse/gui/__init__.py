@@ -1,0 +1,1 @@
+"""The desktop app: a Qt client of the daemon's API (windows, pages, tray, charts)."""

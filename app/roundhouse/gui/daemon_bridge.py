@@ -1,0 +1,235 @@
+"""The GUI's one link to the daemon: runs client calls on qasync and reports by signals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from roundhouse.api.daemon import DaemonStatus
+from roundhouse.api.hardware import HardwareInventory
+from roundhouse.api.settings import UiSettings
+from roundhouse.base.paths import Home
+from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError, lifecycle
+from roundhouse.gui.connection_state import ConnectionState
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Backoff", "ConnectionState", "DaemonBridge"]
+
+
+class Backoff:
+    """Waits between reconnection attempts: doubling from `first_s` up to `max_s`."""
+
+    def __init__(self, first_s: float = 0.5, max_s: float = 10.0) -> None:
+        self.first_s = first_s
+        self.max_s = max_s
+        self._next = first_s
+
+    def next_delay(self) -> float:
+        delay = self._next
+        self._next = min(self._next * 2, self.max_s)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self.first_s
+
+
+class DaemonBridge(QObject):
+    """Owns the DaemonClient; widgets connect to these signals, never to the client."""
+
+    state_changed = Signal(str)  # a ConnectionState value
+    connected = Signal()
+    disconnected = Signal(str)  # why, in words
+    ui_settings_changed = Signal(object)  # UiSettings
+    inventory_changed = Signal(object)  # HardwareInventory
+    history_loaded = Signal(object)  # list[HardwareSample], oldest first
+    sample_received = Signal(object)  # HardwareSample
+    refresh_failed = Signal(str)
+
+    def __init__(
+        self, home: Home, *, auto_start: bool = True, backoff: Backoff | None = None
+    ) -> None:
+        super().__init__()
+        self.home = home
+        self.auto_start = auto_start
+        self._backoff = backoff or Backoff()
+        self._client: DaemonClient | None = None
+        self._session: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._state = ConnectionState.DISCONNECTED
+        self._last_message = ""
+        self._last_sample_t: float | None = None
+        self.status: DaemonStatus | None = None
+        self.inventory: HardwareInventory | None = None
+        self.ui_settings = UiSettings()
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def message(self) -> str:
+        """Why the bridge is not connected ('' when it is)."""
+        return self._last_message
+
+    # Commands from widgets: each returns at once and works in the background.
+
+    def start(self) -> None:
+        """Connect, starting the daemon first when `auto_start` allows it."""
+        self._restart_session(spawn=self.auto_start)
+
+    def retry(self) -> None:
+        self._restart_session(spawn=False)
+
+    def start_daemon(self) -> None:
+        self._restart_session(spawn=True)
+
+    def refresh_inventory(self) -> None:
+        self._spawn(self._refresh_inventory())
+
+    async def stop_daemon(self) -> str | None:
+        """Stop the daemon and disconnect; the failure in words, or None."""
+        await self._end_session()
+        try:
+            await lifecycle.stop_daemon(self.home)
+        except ClientError as exc:
+            return str(exc)
+        return None
+
+    async def aclose(self) -> None:
+        """End every task and close the client; the bridge cannot be used afterwards."""
+        await self._end_session()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # The connection session: connect, load, stream; on loss wait and reconnect.
+
+    def _restart_session(self, *, spawn: bool) -> None:
+        previous = self._session
+        if previous is not None:
+            previous.cancel()
+        self._session = self._spawn(self._run_session(spawn, previous))
+
+    async def _end_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await session
+        await self._close_client()
+
+    async def _run_session(self, spawn: bool, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            # The old session must be gone (and its client closed) before a new one starts.
+            with contextlib.suppress(asyncio.CancelledError):
+                await previous
+        self._backoff.reset()
+        first = True
+        while True:
+            try:
+                await self._connect(spawn, announce=first)
+                await self._pump_samples()
+                message = "The daemon ended the live stream (it may be stopping or restarting)."
+            except (ClientError, OSError) as exc:
+                message = str(exc)
+            finally:
+                await self._close_client()
+            # Only the first attempt may start a daemon: one the user stopped stays stopped.
+            spawn = first = False
+            delay = self._backoff.next_delay()
+            self._set_disconnected(message)
+            await asyncio.sleep(delay)
+
+    async def _connect(self, spawn: bool, *, announce: bool) -> None:
+        # Quiet automatic retries: the banner and the tray keep the last failure shown.
+        if announce:
+            self._set_state(ConnectionState.CONNECTING)
+        status = await lifecycle.probe_status(self.home)
+        if not status.running and spawn:
+            self._set_state(ConnectionState.STARTING)
+            status = await lifecycle.ensure_daemon(self.home)
+        if not status.running:
+            raise DaemonNotRunningError(status.message or "The daemon is not running.")
+        client = DaemonClient.for_home(self.home)
+        self._client = client
+        settings = await client.settings()
+        inventory = await client.hardware()
+        history = await client.samples(since=self._last_sample_t)
+        self.status = status
+        self._backoff.reset()
+        self._last_message = ""
+        self._set_state(ConnectionState.CONNECTED)
+        self.connected.emit()
+        self.ui_settings = settings.ui
+        self.ui_settings_changed.emit(settings.ui)
+        self._set_inventory(inventory)
+        fresh = [s for s in history.samples if self._is_new(s.t)]
+        if fresh:
+            self._last_sample_t = fresh[-1].t
+            self.history_loaded.emit(fresh)
+
+    async def _pump_samples(self) -> None:
+        assert self._client is not None
+        async with contextlib.aclosing(self._client.stream_samples()) as stream:
+            async for sample in stream:
+                if self._is_new(sample.t):
+                    self._last_sample_t = sample.t
+                    self.sample_received.emit(sample)
+
+    async def _refresh_inventory(self) -> None:
+        client = self._client
+        if client is None:
+            self.refresh_failed.emit("Not connected to the daemon, so nothing was refreshed.")
+            return
+        try:
+            inventory = await client.hardware(refresh=True)
+        except ClientError as exc:
+            self.refresh_failed.emit(str(exc))
+            return
+        self._set_inventory(inventory)
+
+    async def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    # Helpers.
+
+    def _is_new(self, t: float) -> bool:
+        return self._last_sample_t is None or t > self._last_sample_t
+
+    def _set_inventory(self, inventory: HardwareInventory) -> None:
+        self.inventory = inventory
+        self.inventory_changed.emit(inventory)
+
+    def _set_state(self, state: ConnectionState) -> None:
+        if state != self._state:
+            self._state = state
+            self.state_changed.emit(state.value)
+
+    def _set_disconnected(self, message: str) -> None:
+        # The same failure on every quiet retry is reported once, not every few seconds;
+        # an attempt the user asked for always gets its answer.
+        changed = message != self._last_message or self._state != ConnectionState.DISCONNECTED
+        self._set_state(ConnectionState.DISCONNECTED)
+        if changed:
+            self._last_message = message
+            self.disconnected.emit(message)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._on_task_done)
+        return task
+
+    def _on_task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("A background task of the GUI failed", exc_info=task.exception())

@@ -1,0 +1,137 @@
+"""The main window: thin wiring of navigation, pages, the banner and the status bar."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QByteArray, QSettings, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.gui.connection_state import ConnectionState
+from roundhouse.gui.widgets.banner import Banner
+
+if TYPE_CHECKING:
+    # Only for types: the window paints before the client and its HTTP stack are imported.
+    from roundhouse.gui.daemon_bridge import DaemonBridge
+
+GEOMETRY_KEY = "main_window/geometry"
+
+
+class MainWindow(QMainWindow):
+    """Only pages that work are listed; closing hides to the tray when there is one."""
+
+    quit_requested = Signal()
+    hidden_to_tray = Signal()
+
+    def __init__(
+        self,
+        *,
+        hides_to_tray: Callable[[], bool] = lambda: False,
+        geometry_store: QSettings | None = None,
+    ) -> None:
+        super().__init__()
+        self._bridge: DaemonBridge | None = None
+        # Set by the composition root once it knows whether there is a tray.
+        self.hides_to_tray = hides_to_tray
+        self._geometry_store = geometry_store
+        self.setWindowTitle("Roundhouse")
+        self.navigation = QListWidget()
+        self.navigation.setObjectName("navigation")
+        self.navigation.setFixedWidth(170)
+        self.pages = QStackedWidget()
+        self.banner = Banner()
+        right = QVBoxLayout()
+        right.setContentsMargins(0, 0, 0, 0)
+        right.addWidget(self.banner)
+        right.addWidget(self.pages, 1)
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.addWidget(self.navigation)
+        layout.addLayout(right, 1)
+        self.setCentralWidget(central)
+        self.navigation.currentRowChanged.connect(self.pages.setCurrentIndex)
+        self.connection_label = QLabel()
+        self.statusBar().addWidget(self.connection_label, 1)
+        quit_action = QAction("Quit Roundhouse", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.quit_requested)
+        self.addAction(quit_action)
+        self.connection_label.setText("Looking for the daemon…")
+        self._restore_geometry()
+
+    def attach(self, bridge: DaemonBridge) -> None:
+        """Follow the bridge: done after the first paint, once the client is imported."""
+        self._bridge = bridge
+        self.banner.retry_clicked.connect(bridge.retry)
+        self.banner.start_clicked.connect(bridge.start_daemon)
+        bridge.state_changed.connect(self._on_bridge_state_changed)
+        bridge.disconnected.connect(self._on_bridge_disconnected)
+        self._on_bridge_state_changed(bridge.state.value)
+
+    def add_page(self, page: QWidget, title: str) -> None:
+        self.pages.addWidget(page)
+        QListWidgetItem(title, self.navigation)
+        if self.navigation.currentRow() < 0:
+            self.navigation.setCurrentRow(0)
+
+    def show_page(self, title: str) -> QWidget:
+        for row in range(self.navigation.count()):
+            if self.navigation.item(row).text() == title:
+                self.navigation.setCurrentRow(row)
+                return self.pages.widget(row)
+        raise KeyError(title)
+
+    def bring_to_front(self) -> None:
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def _on_bridge_state_changed(self, value: str) -> None:
+        state = ConnectionState(value)
+        if state == ConnectionState.CONNECTED:
+            self.banner.hide()
+            status = self._bridge.status if self._bridge else None
+            where = f" at {status.url}, version {status.version}" if status else ""
+            self.connection_label.setText(f"Connected to the Roundhouse daemon{where}")
+        elif state == ConnectionState.STARTING:
+            self.banner.show_busy("Starting the Roundhouse daemon in the background…")
+            self.connection_label.setText("Starting the daemon…")
+        elif state == ConnectionState.CONNECTING:
+            if not self.banner.isHidden():
+                self.banner.show_busy("Looking for the Roundhouse daemon…")
+            self.connection_label.setText("Looking for the daemon…")
+        else:
+            self.connection_label.setText("Not connected to the daemon")
+
+    def _on_bridge_disconnected(self, message: str) -> None:
+        self.banner.show_problem(message)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self._save_geometry()
+        if self.hides_to_tray():
+            # The app lives on in the tray; the daemon serves on either way.
+            event.ignore()
+            self.hide()
+            self.hidden_to_tray.emit()
+            return
+        event.accept()
+
+    def _restore_geometry(self) -> None:
+        saved = self._geometry_store.value(GEOMETRY_KEY) if self._geometry_store else None
+        if not (isinstance(saved, QByteArray) and self.restoreGeometry(saved)):
+            self.resize(1200, 760)
+
+    def _save_geometry(self) -> None:
+        if self._geometry_store is not None:
+            self._geometry_store.setValue(GEOMETRY_KEY, self.saveGeometry())

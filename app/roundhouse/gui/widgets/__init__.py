@@ -1,0 +1,1 @@
+"""Reusable widgets: banner, charts and inventory cards."""

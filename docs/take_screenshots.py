@@ -1,0 +1,193 @@
+"""Take the docs' screenshots under Xvfb, with trayer as the tray: run it with the venv python.
+
+Needs (Debian): xvfb xauth trayer libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4
+libxcb-keysyms1 libxcb-image0 libxcb-render-util0 libxcb-shape0 libxcb-xkb1, plus the
+offscreen set libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 and a font
+(fonts-dejavu-core).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "screenshots"
+SCREEN = (1400, 900)
+PANEL_HEIGHT = 28
+# Seconds of samples in the charts; a short CPU burst in the middle makes the curve readable.
+HISTORY_S = 30.0
+
+
+def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
+    """Xvfb on a free display; the display number arrives on a pipe (-displayfd)."""
+    read_fd, write_fd = os.pipe()
+    width, height = SCREEN
+    argv = ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24"]
+    process = subprocess.Popen([*argv, "-nolisten", "tcp"], pass_fds=(write_fd,))
+    os.close(write_fd)
+    # Xvfb writes the number and the newline separately: read up to the newline, or it may die.
+    data = b""
+    deadline = time.monotonic() + 15
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        while not data.endswith(b"\n"):
+            if time.monotonic() > deadline or not select.select([pipe], [], [], 1)[0]:
+                if time.monotonic() > deadline:
+                    process.kill()
+                    raise RuntimeError("Xvfb did not report its display")
+                continue
+            chunk = pipe.read(16)
+            if not chunk:
+                raise RuntimeError(f"Xvfb exited with {process.wait()}")
+            data += chunk
+    return process, f":{data.decode().strip()}"
+
+
+def start_trayer(display: str) -> subprocess.Popen[bytes]:
+    argv = ["trayer", "--edge", "top", "--align", "right", "--widthtype", "percent"]
+    argv += ["--width", "100", "--height", str(PANEL_HEIGHT), "--transparent", "false"]
+    argv += ["--SetDockType", "true", "--expand", "true"]
+    return subprocess.Popen(argv, env={**os.environ, "DISPLAY": display})
+
+
+def start_daemon(root: Path) -> subprocess.Popen[bytes]:
+    from roundhouse.api.discovery import read_discovery
+    from roundhouse.base.paths import resolve_home
+
+    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "serve", "--port", "0"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    discovery = resolve_home(root).discovery_file
+    deadline = time.monotonic() + 30
+    while (found := read_discovery(discovery)) is None or found.pid != process.pid:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("the daemon did not start")
+        time.sleep(0.1)
+    return process
+
+
+async def wait_until(predicate: Callable[[], bool], within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+def burn_cpu(seconds: float) -> subprocess.Popen[bytes]:
+    code = f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
+
+    from roundhouse.base.paths import resolve_home
+    from roundhouse.gui.app import build_ui, shutdown
+    from roundhouse.gui.daemon_bridge import ConnectionState
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    await wait_until(QSystemTrayIcon.isSystemTrayAvailable, 10, "trayer's tray")
+    # A plain backdrop below the panel: the bare X root window is black.
+    backdrop = QWidget()
+    backdrop.setStyleSheet("background: #51606c;")
+    backdrop.setGeometry(0, PANEL_HEIGHT, SCREEN[0], SCREEN[1] - PANEL_HEIGHT)
+    backdrop.show()
+    ui = build_ui(app, resolve_home(root), auto_start=False, geometry_store=None)
+    ui.window.setGeometry(36, PANEL_HEIGHT + 24, 1328, 820)
+    ui.window.show()
+    assert ui.tray is not None, "no tray although trayer runs"
+    ui.tray.show()
+    ui.bridge.start()
+    await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "the daemon")
+    await asyncio.sleep(0.5)
+    screen = app.primaryScreen()
+    saved: list[Path] = []
+
+    def grab(name: str, window_only: bool = True) -> None:
+        geometry = ui.window.frameGeometry()
+        if window_only:
+            pixmap = screen.grabWindow(0, geometry.x(), geometry.y(), geometry.width(),
+                                       geometry.height())  # fmt: skip
+        else:
+            pixmap = screen.grabWindow(0)
+        path = OUT / name
+        if not pixmap.save(str(path)):
+            raise RuntimeError(f"could not save {path}")
+        saved.append(path)
+
+    grab("hardware.png")
+    grab("desktop-with-tray.png", window_only=False)
+
+    ui.tray.menu.popup(QPoint(SCREEN[0] - 260, PANEL_HEIGHT + 2))
+    await asyncio.sleep(0.6)
+    grab("tray-menu.png", window_only=False)
+    ui.tray.menu.hide()
+
+    ui.quitter.request_quit()
+    await asyncio.sleep(0.6)
+    grab("quit-question.png")
+    if ui.quitter.dialog is not None:
+        ui.quitter.dialog.reject()
+    await asyncio.sleep(0.3)
+
+    # The banner: the daemon goes away, the window stays and says so.
+    daemon.terminate()
+    daemon.wait(15)
+    await wait_until(lambda: "No Roundhouse daemon" in ui.bridge.message, 20, "the banner")
+    await asyncio.sleep(0.6)
+    grab("not-connected.png")
+    await shutdown(ui)
+    return saved
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    xvfb, display = start_xvfb()
+    os.environ.update(DISPLAY=display, QT_QPA_PLATFORM="xcb")
+    os.environ.pop("WAYLAND_DISPLAY", None)
+    trayer = start_trayer(display)
+    burner: subprocess.Popen[bytes] | None = None
+    daemon: subprocess.Popen[bytes] | None = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="roundhouse-shots-") as tmp:
+            root = Path(tmp) / "home"
+            daemon = start_daemon(root)
+            # History for the charts: quiet, a burst of load, quiet again.
+            time.sleep(HISTORY_S / 3)
+            burner = burn_cpu(HISTORY_S / 3)
+            time.sleep(HISTORY_S * 2 / 3)
+
+            import qasync
+
+            from roundhouse.gui.app import application
+
+            app = application()
+            loop = qasync.QEventLoop(app)
+            asyncio.set_event_loop(loop)
+            try:
+                saved = loop.run_until_complete(take(root, daemon))
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
+    finally:
+        for process in (burner, daemon, trayer, xvfb):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(15)
+    for path in saved:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""GUI test fixtures: offscreen Qt, a fresh qasync loop per test, Qt warnings fail tests."""
+
+from __future__ import annotations
+
+import os
+
+# Before any Qt import: no display here, and pyqtgraph must pick the binding the app uses.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_API", "pyside6")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+
+from roundhouse.api.discovery import read_discovery
+from roundhouse.base.paths import resolve_home
+
+GUI_DIR = Path(__file__).parent
+# What the offscreen platform says about features it lacks: not a defect of ours.
+IGNORED_QT_MESSAGES = ["This plugin does not support"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if GUI_DIR in Path(item.path).parents:
+            item.add_marker(pytest.mark.gui)
+            item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
+            item.add_marker(pytest.mark.qt_log_ignore(*IGNORED_QT_MESSAGES))
+
+
+@pytest.fixture
+def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
+    """A fresh qasync loop; tests drive it with run_until_complete."""
+    # Tests close windows while the loop runs: that must not quit the application.
+    qapp.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+async def wait_until(predicate: Callable[[], bool], within_s: float = 15.0, what: str = "") -> None:
+    """Let the loop run until `predicate()` holds; fail the test after `within_s` seconds."""
+    deadline = time.monotonic() + within_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {within_s:.0f} s waiting for {what or predicate}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def spawn_home(home_root: Path) -> Iterator[Path]:
+    """A home whose daemon, if the app starts one, binds a free port and is stopped after."""
+    config = home_root / "config"
+    config.mkdir()
+    # The default port may be taken by another test or a real daemon on this machine.
+    (config / "settings.toml").write_text("[daemon]\nport = 0\n", encoding="utf-8")
+    try:
+        yield home_root
+    finally:
+        _stop_spawned_daemon(home_root)
+
+
+def _stop_spawned_daemon(root: Path) -> None:
+    found = read_discovery(resolve_home(root).discovery_file)
+    if found is None:
+        return
+    subprocess.run(
+        [sys.executable, "-m", "roundhouse", "--home", str(root), "stop"],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    try:
+        process = psutil.Process(found.pid)
+        if process.create_time() > found.started_at:
+            return  # the pid now belongs to another process
+    except psutil.NoSuchProcess:
+        return
+    # `stop` failed: a leftover daemon would outlive the test run.
+    process.kill()
+    process.wait(timeout=10)
