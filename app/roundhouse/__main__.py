@@ -1,5 +1,5 @@
 """Allow `python -m roundhouse`, the same as the `roundhouse` command."""
 
-from roundhouse.cli.main import main
+from roundhouse.cli.launch import main
 
 main()

@@ -17,7 +17,7 @@ def _paint_watcher(app: Any, window_type: type, on_paint: Any) -> Any:
     class Watcher(QObject):
         fired = False
 
-        def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        def eventFilter(self, obj: QObject, event: QEvent) -> bool:
             if (
                 not self.fired
                 and event.type() == QEvent.Type.Paint
@@ -52,7 +52,7 @@ def bare() -> None:
 
 def real_app(home: str) -> None:
     import roundhouse.gui.app as gui_app
-    from roundhouse.cli.main import cli
+    from roundhouse.cli.launch import main
     from roundhouse.gui.main_window import MainWindow
 
     original_application = gui_app.application
@@ -71,7 +71,11 @@ def real_app(home: str) -> None:
 
     gui_app.application = application
     gui_app.build_ui = build_ui
-    cli(["--home", home], standalone_mode=False)
+    sys.argv = ["roundhouse", "--home", home]
+    try:
+        main()
+    except SystemExit as done:
+        assert done.code == 0, done.code
 
 
 if __name__ == "__main__":

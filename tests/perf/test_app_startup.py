@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import statistics
 import subprocess
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import roundhouse
 from tests.daemon_process import start_daemon
 
 PROBE = Path(__file__).with_name("startup_probe.py")
@@ -31,6 +33,13 @@ def _timed(argv: list[str], marks: tuple[str, ...]) -> dict[str, float]:
     assert proc.wait(timeout=60) == 0
     assert set(seen) == set(marks), seen
     return seen
+
+
+@pytest.fixture(autouse=True)
+def _bytecode_compiled() -> None:
+    # An installed wheel has its bytecode compiled by pip; a checkout run with
+    # PYTHONDONTWRITEBYTECODE (as CI machines are) would compile every module on each start.
+    compileall.compile_dir(Path(roundhouse.__file__).parent, quiet=1)
 
 
 @pytest.mark.perf

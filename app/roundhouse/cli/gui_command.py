@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from roundhouse.base.paths import Home
-from roundhouse.cli.output import fail
 
 
 def open_app(home: Home) -> int:
     try:
         from roundhouse.gui.app import run_app
     except ImportError as exc:
+        # rich loads only on this path: the app's start-up does not pay for it.
+        from roundhouse.cli.output import fail
+
         fail(
             f"The desktop app cannot start: {exc}. On Linux, install Qt's system libraries "
             "(see the README), or use the commands: `roundhouse --help`."

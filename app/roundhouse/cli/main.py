@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,16 +10,20 @@ import click
 
 from roundhouse import __version__
 from roundhouse.base.paths import HOME_ENV, Home, resolve_home
-from roundhouse.base.units import format_duration
-from roundhouse.cli.output import console, fail, print_json
-from roundhouse.client import ClientError, DaemonClient
-from roundhouse.client.lifecycle import probe_status, stop_daemon
+
+# Only click and the paths load at start: `roundhouse` opening the app must paint its window
+# fast, so asyncio, the client (httpx, pydantic) and rich load in the commands that use them.
 
 T = TypeVar("T")
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run a client coroutine; client errors become one readable line and exit code 1."""
+    import asyncio
+
+    from roundhouse.cli.output import fail
+    from roundhouse.client import ClientError
+
     try:
         return asyncio.run(coro)
     except ClientError as exc:
@@ -69,6 +72,10 @@ def serve(ctx: click.Context, port: int | None, host: str | None) -> None:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Say whether the daemon runs, with its pid, url, version and uptime."""
+    from roundhouse.base.units import format_duration
+    from roundhouse.cli.output import console, print_json
+    from roundhouse.client.lifecycle import probe_status
+
     result = run_async(probe_status(home_of(ctx)))
     if as_json:
         print_json(result)
@@ -88,6 +95,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def stop(ctx: click.Context, as_json: bool) -> None:
     """Stop the daemon of this home and wait until it has exited."""
+    from roundhouse.cli.output import console, print_json
+    from roundhouse.client.lifecycle import stop_daemon
+
     last = run_async(stop_daemon(home_of(ctx)))
     if as_json:
         print_json({"stopped": True, "pid": last.pid})
@@ -101,6 +111,8 @@ def stop(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     """List the CPU, RAM, GPUs and the engines that suit this machine."""
+    from roundhouse.cli.output import console, print_json
+    from roundhouse.client import DaemonClient
 
     async def fetch() -> Any:
         async with DaemonClient.for_home(home_of(ctx)) as client:
@@ -113,7 +125,3 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     from roundhouse.cli.hardware_view import inventory_view
 
     console.print(inventory_view(inventory))
-
-
-def main() -> None:
-    cli(prog_name="roundhouse")

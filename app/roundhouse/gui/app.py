@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 from dataclasses import dataclass
@@ -24,9 +23,6 @@ if TYPE_CHECKING:
     from roundhouse.gui.tray import Tray
 
 APP_NAME = "Roundhouse"
-
-log = logging.getLogger(__name__)
-
 
 @dataclass
 class Ui:
@@ -92,7 +88,9 @@ async def shutdown(ui: Ui) -> None:
         problem = await ui.bridge.stop_daemon()
         if problem:
             # The window is gone by now: the log (and the terminal) is the place left to say it.
-            log.error("The daemon was not stopped: %s", problem)
+            import logging
+
+            logging.getLogger(__name__).error("The daemon was not stopped: %s", problem)
     await ui.bridge.aclose()
 
 

@@ -19,11 +19,11 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.gui.connection_state import ConnectionState
-from roundhouse.gui.widgets.banner import Banner
 
 if TYPE_CHECKING:
     # Only for types: the window paints before the client and its HTTP stack are imported.
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.widgets.banner import Banner
 
 GEOMETRY_KEY = "main_window/geometry"
 
@@ -50,10 +50,11 @@ class MainWindow(QMainWindow):
         self.navigation.setObjectName("navigation")
         self.navigation.setFixedWidth(170)
         self.pages = QStackedWidget()
-        self.banner = Banner()
-        right = QVBoxLayout()
+        # The banner is built in attach(): it has nothing to say before there is a bridge, and
+        # its widgets' first use costs start-up time before the first paint.
+        self.banner: Banner | None = None
+        self._right = right = QVBoxLayout()
         right.setContentsMargins(0, 0, 0, 0)
-        right.addWidget(self.banner)
         right.addWidget(self.pages, 1)
         central = QWidget()
         layout = QHBoxLayout(central)
@@ -61,18 +62,23 @@ class MainWindow(QMainWindow):
         layout.addLayout(right, 1)
         self.setCentralWidget(central)
         self.navigation.currentRowChanged.connect(self.pages.setCurrentIndex)
-        self.connection_label = QLabel()
-        self.statusBar().addWidget(self.connection_label, 1)
-        quit_action = QAction("Quit Roundhouse", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.quit_requested)
-        self.addAction(quit_action)
-        self.connection_label.setText("Looking for the daemon…")
         self._restore_geometry()
 
     def attach(self, bridge: DaemonBridge) -> None:
         """Follow the bridge: done after the first paint, once the client is imported."""
+        from roundhouse.gui.widgets.banner import Banner
+
         self._bridge = bridge
+        # Built after the first paint too: the first use of a Qt enum such as StandardKey
+        # makes PySide6 build its Python enums (~30 ms).
+        quit_action = QAction("Quit Roundhouse", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.quit_requested)
+        self.addAction(quit_action)
+        self.connection_label = QLabel("Looking for the daemon…")
+        self.statusBar().addWidget(self.connection_label, 1)
+        self.banner = Banner()
+        self._right.insertWidget(0, self.banner)
         self.banner.retry_clicked.connect(bridge.retry)
         self.banner.start_clicked.connect(bridge.start_daemon)
         bridge.state_changed.connect(self._on_bridge_state_changed)
@@ -98,6 +104,7 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     def _on_bridge_state_changed(self, value: str) -> None:
+        assert self.banner is not None, "the banner exists once a bridge is attached"
         state = ConnectionState(value)
         if state == ConnectionState.CONNECTED:
             self.banner.hide()
@@ -115,6 +122,7 @@ class MainWindow(QMainWindow):
             self.connection_label.setText("Not connected to the daemon")
 
     def _on_bridge_disconnected(self, message: str) -> None:
+        assert self.banner is not None, "the banner exists once a bridge is attached"
         self.banner.show_problem(message)
 
     def closeEvent(self, event: QCloseEvent) -> None:
