@@ -8,7 +8,7 @@ import sys
 from roundhouse.base.paths import HOME_ENV
 
 
-def app_launch_home(argv: list[str]) -> str | None | bool:
+def app_launch_home(argv: list[str]) -> str | bool | None:
     """The home of a plain app launch (`roundhouse`, `roundhouse --home DIR`), else False.
 
     Opening the app is the path a user waits on, so it skips the CLI framework; every other

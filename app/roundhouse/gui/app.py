@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 APP_NAME = "Roundhouse"
 
+
 @dataclass
 class Ui:
     """Everything the composition root builds; tests and the screenshot script use it too."""
