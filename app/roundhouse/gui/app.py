@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import signal
 import sys
 from dataclasses import dataclass
@@ -61,6 +62,11 @@ def build_ui(
     from roundhouse.gui.pages.hardware_page import HardwarePage
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
+
+    # WORKAROUND: PySide6's import hook reads the source of every module imported after it
+    # (shibokensupport/feature.py, _mod_uses_pyside, PYSIDE-2029), leaving some 6 MB of
+    # source lines in linecache. Dropping them lets the pages reuse that memory.
+    linecache.clearcache()
 
     if tray_available is None:
         tray_available = QSystemTrayIcon.isSystemTrayAvailable()
