@@ -22,10 +22,12 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     from roundhouse.cli.output import fail
-    from roundhouse.client import ClientError
+    from roundhouse.client import ClientError, DaemonNotRunningError
 
     try:
         return asyncio.run(coro)
+    except DaemonNotRunningError as exc:
+        fail(f"{exc} Start it with `roundhouse serve`, or open the app with `roundhouse`.")
     except ClientError as exc:
         fail(str(exc))
 
@@ -86,7 +88,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
             highlight=False,
         )
     else:
-        console.print(f"[yellow]Not running[/]: {result.message}", highlight=False)
+        console.print(
+            f"[yellow]Not running[/]: {result.message} Start it with `roundhouse serve`.",
+            highlight=False,
+        )
     raise SystemExit(0 if result.running else 3)
 
 

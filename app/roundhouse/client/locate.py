@@ -22,13 +22,11 @@ def locate(home: Home) -> Located:
     """The recorded daemon and its token, or DaemonNotRunningError saying why not."""
     discovery = read_discovery(home.discovery_file)
     if discovery is None:
-        raise DaemonNotRunningError(
-            f"No Roundhouse daemon is running for {home.label}. Start it with `roundhouse serve`."
-        )
+        raise DaemonNotRunningError(f"No Roundhouse daemon is running for {home.label}.")
     if not psutil.pid_exists(discovery.pid):
         raise DaemonNotRunningError(
             f"No Roundhouse daemon is running for {home.label} (the daemon with pid "
-            f"{discovery.pid} ended without cleaning up). Start it with `roundhouse serve`."
+            f"{discovery.pid} ended without cleaning up)."
         )
     try:
         token = home.token_file.read_text(encoding="ascii").strip()
