@@ -76,7 +76,7 @@ def test_cpu_only_without_avx2_warns() -> None:
     recs = recommend(os_name="Linux", cpu=cpu, memory=_ram(256), gpus=[])
     assert _engines(recs) == ["llama.cpp", "ollama"]
     reason = recs[0].reason
-    assert reason.startswith("Intel(R) Xeon(R) CPU E7-4820 v2 @ 2.00GHz with 1 threads")
+    assert reason.startswith("Intel(R) Xeon(R) CPU E7-4820 v2 @ 2.00GHz with 1 thread and")
     assert "lacks AVX2" in reason and "illegal instruction" in reason
 
 

@@ -103,7 +103,8 @@ def recommend(
 
 def _cpu_reason(cpu: CpuInfo, memory: MemoryInfo) -> str:
     figures = (
-        f"{cpu.brand} with {cpu.logical_cores} threads and {gib(memory.total_bytes)} RAM, "
+        f"{cpu.brand} with {cpu.logical_cores} thread{'s' if cpu.logical_cores != 1 else ''} "
+        f"and {gib(memory.total_bytes)} RAM, "
         "no usable GPU"
     )
     if cpu.arch == "x86_64":
