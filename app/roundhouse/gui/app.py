@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import linecache
 import signal
 import sys
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from roundhouse.base.paths import Home
 from roundhouse.gui.connection_state import ConnectionState
 from roundhouse.gui.icons import app_icon, is_dark, stylesheet
 from roundhouse.gui.main_window import MainWindow
+from roundhouse.gui.pyside_tax import skip_feature_source_scan
 
 # Only Qt and the window shell load before the first paint; asyncio, qasync, the HTTP
 # client (httpx, pydantic) and the charts (pyqtgraph, numpy) load right after it (~0.4 s).
@@ -38,6 +38,7 @@ class Ui:
 
 def application() -> QApplication:
     """The process's QApplication, named and styled (created on first use)."""
+    skip_feature_source_scan()
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName(APP_NAME)
@@ -62,11 +63,6 @@ def build_ui(
     from roundhouse.gui.pages.hardware_page import HardwarePage
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
-
-    # WORKAROUND: PySide6's import hook reads the source of every module imported after it
-    # (shibokensupport/feature.py, _mod_uses_pyside, PYSIDE-2029), leaving some 6 MB of
-    # source lines in linecache. Dropping them lets the pages reuse that memory.
-    linecache.clearcache()
 
     if tray_available is None:
         tray_available = QSystemTrayIcon.isSystemTrayAvailable()
