@@ -9,6 +9,9 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, start_daemon
 
+# The real llama-server (built by .ci/build-llama-server) and the tiny model the tests write.
+pytest_plugins = ["tests.engines.fixtures"]
+
 
 @pytest.fixture
 def home_root(tmp_path: Path) -> Path:

@@ -1,0 +1,1 @@
+"""Helpers and fixtures for tests that run real LLM engines."""

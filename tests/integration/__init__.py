@@ -1,0 +1,1 @@
+"""Tests that run real third-party engine binaries."""
