@@ -17,7 +17,7 @@ import roundhouse
 from tests.daemon_process import start_daemon
 
 PROBE = Path(__file__).with_name("startup_probe.py")
-ROUNDS = 7
+ROUNDS = 15
 
 
 def _timed(argv: list[str], marks: tuple[str, ...]) -> dict[str, float]:

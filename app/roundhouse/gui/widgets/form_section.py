@@ -16,11 +16,13 @@ class FormSection(QGroupBox):
         self._values: dict[str, QLabel] = {}
         self._text: QLabel | None = None
 
-    def set_value(self, label: str, value: str | None) -> None:
+    def set_value(self, label: str, value: str | None, *, wrap: bool = True) -> None:
+        """Show a row; `wrap=False` for short values that change often (live readings):
+        a wrapping label's new text re-lays out the whole page, once a second."""
         field = self._values.get(label)
         if field is None:
             field = QLabel()
-            field.setWordWrap(True)
+            field.setWordWrap(wrap)
             field.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self._form.addRow(f"{label}:", field)
             self._values[label] = field
