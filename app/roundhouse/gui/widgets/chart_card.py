@@ -7,7 +7,14 @@ import time
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 # pyqtgraph picks its Qt binding at import: make it the one the app already uses.
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
@@ -34,6 +41,10 @@ class ChartCard(QWidget):
         self.value_label = QLabel("—")
         self.value_label.setAlignment(Qt.AlignmentFlag.AlignRight)
         self.plot = pg.PlotWidget(axisItems={"bottom": pg.DateAxisItem()})
+        # Left to the scene, one new set of points repaints the view twice (the item update,
+        # then the scene's queued index update): the chart says when to repaint instead, once
+        # per change. Resizes and exposes still repaint on their own.
+        self.plot.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.NoViewportUpdate)
         self._style_plot()
         self.empty_label = QLabel()
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -88,6 +99,7 @@ class ChartCard(QWidget):
         ]
         self.stack.setCurrentWidget(self.plot)
         self._fit_stack()
+        self._redraw()
 
     def show_message(self, message: str) -> None:
         self.empty_label.setText(message)
@@ -102,6 +114,10 @@ class ChartCard(QWidget):
 
     def set_y_range(self, low: float, high: float) -> None:
         self.plot.setYRange(low, high, padding=0.02)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self.plot.viewport().update()
 
     def set_data(self, x: np.ndarray, ys: Sequence[np.ndarray], x_span: tuple[float, float]):
         self._x = x
@@ -110,6 +126,7 @@ class ChartCard(QWidget):
             # NaN marks a value the daemon could not read: draw a gap, not a drop to zero.
             curve.setData(x, y, connect="finite")
         self.plot.setXRange(*x_span, padding=0)
+        self._redraw()
         self._latest_text = self._formatter([_last_finite(y) for y in ys])
         if not self._hovering:
             self.value_label.setText(self._latest_text)
@@ -140,12 +157,14 @@ class ChartCard(QWidget):
         self._hovering = True
         self._cursor.setPos(self._x[index])
         self._cursor.show()
+        self._redraw()
         self.value_label.setText(f"at {stamp}: {self._formatter(values)}")
 
     def _end_hover(self) -> None:
         if self._hovering:
             self._hovering = False
             self._cursor.hide()
+            self._redraw()
             self.value_label.setText(self._latest_text)
 
 
