@@ -52,3 +52,33 @@ def test_format_bytes(value: int | None, text: str) -> None:
 )
 def test_format_duration(value: float | None, text: str) -> None:
     assert format_duration(value) == text
+
+
+def test_write_atomic_replaces_and_cleans_up(tmp_path: Path) -> None:
+    from roundhouse.base.files import write_atomic
+
+    target = tmp_path / "sub" / "state.json"
+    write_atomic(target, b"one")
+    write_atomic(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert [p.name for p in target.parent.iterdir()] == ["state.json"]
+
+
+def test_write_atomic_failure_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from roundhouse.base.files import write_atomic
+
+    target = tmp_path / "state.json"
+    write_atomic(target, b"old")
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]

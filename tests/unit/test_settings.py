@@ -29,7 +29,7 @@ def test_round_trip_keeps_every_value(tmp_path: Path) -> None:
     assert f"schema_version = {SETTINGS_SCHEMA_VERSION}" in text
     assert "port = 12345" in text
     assert load_settings(path) == settings
-    assert not list(path.parent.glob(".settings-*")), "no temporary file is left behind"
+    assert [p.name for p in path.parent.iterdir()] == ["settings.toml"], "no temporary file left"
 
 
 def test_invalid_toml_names_the_file(tmp_path: Path) -> None:

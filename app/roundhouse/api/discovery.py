@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from roundhouse.api.daemon import Discovery
+from roundhouse.base.files import write_atomic
 
 
 def read_discovery(path: Path) -> Discovery | None:
@@ -22,8 +21,4 @@ def read_discovery(path: Path) -> Discovery | None:
 
 def write_discovery(path: Path, discovery: Discovery) -> None:
     """Write atomically, so a client never reads half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".json", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(discovery.model_dump_json(indent=2))
-    Path(tmp).replace(path)
+    write_atomic(path, discovery.model_dump_json(indent=2).encode("utf-8"))

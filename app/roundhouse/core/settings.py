@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +11,7 @@ import tomli_w
 from pydantic import ValidationError
 
 from roundhouse.api.settings import SETTINGS_SCHEMA_VERSION, Settings
+from roundhouse.base.files import write_atomic
 from roundhouse.core.errors import SettingsError
 
 # Each migration takes the raw TOML of version N and returns version N+1.
@@ -57,15 +56,5 @@ def load_settings(path: Path) -> Settings:
 
 def save_settings(path: Path, settings: Settings) -> None:
     """Write the settings atomically: a crash mid-write never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = settings.model_dump(mode="json", exclude_none=True)
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            tomli_w.dump(data, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, tomli_w.dumps(data).encode("utf-8"))
