@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.daemon_process import DaemonProcess
 
 
@@ -73,4 +75,21 @@ def test_invalid_settings_stop_serve_with_advice(home_root: Path) -> None:
     result = roundhouse(home_root, "serve", "--port", "0")
     assert result.returncode == 1
     assert "settings.toml" in result.stderr and "daemon.port" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11/Wayland check is Linux's")
+def test_app_without_a_display_says_so(home_root: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "roundhouse", "--home", str(home_root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 1
+    assert "No graphical session" in result.stderr
+    assert "roundhouse serve" in result.stderr
     assert "Traceback" not in result.stderr

@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from roundhouse.base.paths import Home
 
 
-def open_app(home: Home) -> int:
-    try:
-        from roundhouse.gui.app import run_app
-    except ImportError as exc:
-        # rich loads only on this path: the app's start-up does not pay for it.
-        from roundhouse.cli.output import fail
+def display_problem() -> str | None:
+    """Why no window can open here, before Qt finds out by aborting the process."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return (
+        "No graphical session was found (neither DISPLAY nor WAYLAND_DISPLAY is set), so the "
+        "desktop app cannot open a window. Start it from your desktop session, or use the "
+        "commands: `roundhouse serve` runs the daemon without a window, `roundhouse --help` "
+        "lists the rest."
+    )
 
-        fail(
-            f"The desktop app cannot start: {exc}. On Linux, install Qt's system libraries "
-            "(see the README), or use the commands: `roundhouse --help`."
-        )
-    return int(run_app(home))
+
+def open_app(home: Home) -> int:
+    problem = display_problem()
+    if problem is None:
+        try:
+            from roundhouse.gui.app import run_app
+        except ImportError as exc:
+            problem = (
+                f"The desktop app cannot start: {exc}. On Linux, install Qt's system libraries "
+                "(listed in .ci/apt-packages.txt), or use the commands: `roundhouse --help`."
+            )
+        else:
+            return int(run_app(home))
+    # rich loads only on this path: the app's start-up does not pay for it.
+    from roundhouse.cli.output import fail
+
+    fail(problem)
