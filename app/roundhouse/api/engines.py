@@ -1,0 +1,213 @@
+"""Schemas of the engine catalog, engines found on this machine, and prepared launches."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EngineId(StrEnum):
+    LLAMA_CPP = "llama.cpp"
+    OLLAMA = "ollama"
+    MLX = "mlx"
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    # A server Roundhouse attaches to but does not run (LM Studio, Jan, a remote machine).
+    OPENAI_COMPATIBLE = "openai-compatible"
+
+
+class ModelFormat(StrEnum):
+    GGUF = "gguf"
+    SAFETENSORS = "safetensors"
+    MLX = "mlx"
+    OLLAMA = "ollama"
+
+
+class SupportLevel(StrEnum):
+    SUPPORTED = "supported"
+    # Installs and runs, but is not what the engine is built for (mlx[cpu] on Linux).
+    EXPERIMENTAL = "experimental"
+
+
+class StopMethod(StrEnum):
+    # SIGTERM (CTRL_BREAK on Windows), wait, then kill the process tree.
+    SIGNAL = "signal"
+    # Nothing to stop: Roundhouse only attached to it.
+    DETACH = "detach"
+
+
+class LaunchStyle(StrEnum):
+    EXECUTABLE = "executable"
+    PYTHON_MODULE = "python-module"
+    ATTACH = "attach"
+
+
+class Platform(_Frozen):
+    os: Literal["Darwin", "Linux", "Windows"] = Field(description="as platform.system()")
+    arch: Literal["x86_64", "arm64", "any"]
+    support: SupportLevel = SupportLevel.SUPPORTED
+    note: str | None = None
+
+
+class ReadinessProbe(_Frozen):
+    """How to tell that a started engine serves: poll `path` until `ready_status`."""
+
+    path: str
+    ready_status: int = 200
+    # Answers that mean "alive, still loading" (llama-server: 503 while the model loads).
+    loading_statuses: list[int] = []
+    # vLLM opens its port only once the model is loaded.
+    refused_while_loading: bool = False
+    # Text the ready answer must contain (Ollama's "Ollama is running").
+    expect_text: str | None = None
+
+
+class InstallPlace(_Frozen):
+    """A usual install location; `path` may hold ~, %LOCALAPPDATA% and the like."""
+
+    os: Literal["Darwin", "Linux", "Windows"]
+    path: str
+    label: str
+
+
+class EngineSpec(_Frozen):
+    """One catalog entry: what the supervisor, detection and launch builders need to know."""
+
+    id: EngineId
+    title: str
+    homepage: str
+    formats: list[ModelFormat]
+    platforms: list[Platform]
+    launch: LaunchStyle
+    default_port: int | None = Field(
+        default=None, description="the engine's own default; always pass one"
+    )
+    port_env: str | None = Field(default=None, description="env var that sets the bind address")
+    readiness: ReadinessProbe
+    version_path: str | None = None
+    models_path: str = "/v1/models"
+    metrics_path: str | None = None
+    metrics_flag: str | None = Field(default=None, description="flag that turns metrics on")
+    metric_names: list[str] = []
+    stop: StopMethod
+    stop_grace_s: float = 10.0
+    executables: list[str] = []
+    python_modules: list[str] = Field(default=[], description="run as `python -m MODULE`")
+    python_package: str | None = Field(default=None, description="distribution for its version")
+    install_places: list[InstallPlace] = []
+    managed_subdir: str | None = Field(
+        default=None, description="folder under Roundhouse's engines dir holding <version>/"
+    )
+    notes: list[str] = []
+
+
+class EngineCatalog(_Frozen):
+    engines: list[EngineSpec]
+
+    def spec(self, engine: EngineId) -> EngineSpec:
+        for spec in self.engines:
+            if spec.id == engine:
+                return spec
+        raise KeyError(engine)
+
+
+class FoundBy(StrEnum):
+    MANAGED = "managed"
+    PATH = "path"
+    INSTALL_PLACE = "install-place"
+    PYTHON = "python"
+
+
+class DetectedEngine(_Frozen):
+    """An engine found on this machine: an executable, or a module in a chosen Python."""
+
+    id: EngineId
+    found_by: FoundBy
+    path: str | None = Field(default=None, description="the executable, when there is one")
+    python: str | None = Field(default=None, description="the interpreter that runs `module`")
+    module: str | None = None
+    version: str | None = None
+    build_info: str | None = None
+    support: SupportLevel = SupportLevel.SUPPORTED
+    where: str = Field(description="in words: 'on PATH', 'Ollama.app', 'in /venv/bin/python'")
+    notes: list[str] = []
+
+
+class MissingEngine(_Frozen):
+    id: EngineId
+    why: str
+    looked_in: list[str] = []
+
+
+class EngineDetection(_Frozen):
+    found: list[DetectedEngine]
+    missing: list[MissingEngine]
+
+
+class FlashAttention(StrEnum):
+    ON = "on"
+    OFF = "off"
+    AUTO = "auto"
+
+
+class LaunchParams(_Frozen):
+    """What the user chose for one instance; each engine accepts a subset (others refused)."""
+
+    model: str | None = Field(
+        default=None, description="GGUF file, model folder, HF repo id or Ollama tag"
+    )
+    model_format: ModelFormat | None = Field(default=None, description="None: from the name")
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+    ctx_size: int | None = Field(default=None, ge=0)
+    n_gpu_layers: int | Literal["auto", "all"] | None = None
+    threads: int | None = Field(default=None, ge=1)
+    parallel: int | None = Field(default=None, ge=1)
+    flash_attn: FlashAttention | None = None
+    cache_type_k: str | None = None
+    cache_type_v: str | None = None
+    served_name: str | None = Field(default=None, description="alias the model is served as")
+    metrics: bool = True
+    jinja: bool = True
+    extra_args: tuple[str, ...] = ()
+    # vLLM / SGLang
+    tensor_parallel: int | None = Field(default=None, ge=1)
+    pipeline_parallel: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_model_len: int | None = Field(default=None, ge=1)
+    dtype: str | None = None
+    # MLX speculative decoding
+    draft_model: str | None = None
+    num_draft_tokens: int | None = Field(default=None, ge=1)
+    # Ollama
+    max_loaded_models: int | None = Field(default=None, ge=0)
+
+
+class LaunchPlan(_Frozen):
+    """A prepared start: run `argv` with the inherited environment updated by `env`."""
+
+    engine: EngineId
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    # Names in `env` whose values are secrets: never log or show them.
+    secret_env: tuple[str, ...] = ()
+    cwd: str | None = None
+    host: str
+    port: int
+    base_url: str
+    probe_url: str
+    readiness: ReadinessProbe
+    models_url: str
+    metrics_url: str | None
+    expected_model_id: str | None = Field(description="the id /v1/models should list")
+    stop: StopMethod
+    stop_grace_s: float
+
+    def redacted_env(self) -> dict[str, str]:
+        return {k: ("***" if k in self.secret_env else v) for k, v in self.env.items()}

@@ -1,0 +1,1 @@
+"""Engines: the catalog, finding them on this machine, and preparing their launches."""

@@ -1,0 +1,41 @@
+"""Prepare an engine's start: a pure function from the user's choices to a LaunchPlan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from roundhouse.api.engines import DetectedEngine, EngineId, EngineSpec, LaunchParams, LaunchPlan
+from roundhouse.core.engines import llamacpp, mlx, ollama, sglang, vllm
+from roundhouse.core.engines.common import Extras, check_host, refuse
+
+Builder = Callable[[EngineSpec, DetectedEngine, LaunchParams, Extras], LaunchPlan]
+
+_BUILDERS: dict[EngineId, Builder] = {
+    EngineId.LLAMA_CPP: llamacpp.build,
+    EngineId.OLLAMA: ollama.build,
+    EngineId.MLX: mlx.build,
+    EngineId.VLLM: vllm.build,
+    EngineId.SGLANG: sglang.build,
+}
+
+
+def build_launch(
+    spec: EngineSpec,
+    detected: DetectedEngine,
+    params: LaunchParams,
+    *,
+    api_key: str | None = None,
+    hf_hub_cache: str | None = None,
+) -> LaunchPlan:
+    """The argv, environment and URLs that start `detected` with `params`; runs nothing.
+
+    Raises InvalidInputError, in words a user can act on, for choices the engine cannot
+    honour. `api_key` only ever reaches the environment; `hf_hub_cache` must exist.
+    """
+    if detected.id != spec.id:
+        raise ValueError(f"detected {detected.id} does not match spec {spec.id}")
+    builder = _BUILDERS.get(spec.id)
+    if builder is None:
+        refuse(f"Roundhouse attaches to an {spec.title} but does not start one.")
+    check_host(params)
+    return builder(spec, detected, params, Extras(api_key=api_key, hf_hub_cache=hf_hub_cache))

@@ -1,0 +1,89 @@
+"""llama.cpp `llama-server`: its argv and environment."""
+
+from __future__ import annotations
+
+from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
+from roundhouse.core.engines.common import (
+    Extras,
+    check_choices,
+    check_extra_args,
+    check_format,
+    command,
+    opt,
+    plan,
+    require_model,
+)
+
+ACCEPTS = {
+    "ctx_size",
+    "n_gpu_layers",
+    "threads",
+    "parallel",
+    "flash_attn",
+    "cache_type_k",
+    "cache_type_v",
+    "served_name",
+    "extra_args",
+}
+_SPLIT = (
+    "llama.cpp splits a model across GPUs by layers on its own; "
+    "choose vLLM or SGLang for tensor or pipeline parallelism."
+)
+HINTS = {
+    "tensor_parallel": _SPLIT,
+    "pipeline_parallel": _SPLIT,
+    "gpu_memory_utilization": "llama.cpp's memory follows the context size and GPU layers.",
+    "max_model_len": "Set the context size (ctx_size) instead.",
+    "dtype": "A GGUF file carries its own quantization: choose another file instead.",
+    "draft_model": "Pass a draft model to llama.cpp in the extra arguments (-md FILE).",
+    "num_draft_tokens": "Pass it to llama.cpp in the extra arguments (--draft-max N).",
+    "max_loaded_models": "llama-server serves one model: start another instance for another.",
+}
+WHY_NOT = {
+    ModelFormat.SAFETENSORS: "It loads GGUF files: pick a GGUF build of this model.",
+    ModelFormat.MLX: "MLX weights run in the MLX engine; pick a GGUF build for llama.cpp.",
+    ModelFormat.OLLAMA: "Ollama tags run in Ollama; start Ollama instead.",
+}
+OWNED = (
+    "-m", "--model", "--host", "--port", "-c", "--ctx-size", "-ngl", "--n-gpu-layers",
+    "--gpu-layers", "-t", "--threads", "-np", "--parallel", "-fa", "--flash-attn",
+    "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--metrics", "-a", "--alias",
+    "--jinja", "--no-jinja",
+)  # fmt: skip
+API_KEY_ENV = "LLAMA_ARG_API_KEY"
+
+
+def build(
+    spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
+) -> LaunchPlan:
+    model = require_model(spec, params)
+    check_format(spec, params, WHY_NOT)
+    check_choices(spec, params, ACCEPTS, HINTS)
+    check_extra_args(spec, params, OWNED)
+    argv = [*command(spec, detected), "-m", model]
+    argv += ["--host", params.host, "--port", str(params.port)]
+    opt(argv, "-c", params.ctx_size)
+    opt(argv, "-ngl", params.n_gpu_layers)
+    opt(argv, "-t", params.threads)
+    opt(argv, "-np", params.parallel)
+    opt(argv, "-fa", params.flash_attn)
+    opt(argv, "-ctk", params.cache_type_k)
+    opt(argv, "-ctv", params.cache_type_v)
+    if params.metrics:
+        argv.append(spec.metrics_flag or "--metrics")
+    opt(argv, "-a", params.served_name)
+    if params.jinja:
+        argv.append("--jinja")
+    argv += params.extra_args
+    # Every llama-server flag has a LLAMA_ARG_* twin: the key goes there, not on argv.
+    env = {API_KEY_ENV: extras.api_key} if extras.api_key else {}
+    return plan(
+        spec,
+        params,
+        argv,
+        env,
+        # /v1/models lists the alias, else the path exactly as given with -m.
+        expected_model_id=params.served_name or model,
+        metrics=params.metrics,
+        secret_env=(API_KEY_ENV,) if extras.api_key else (),
+    )

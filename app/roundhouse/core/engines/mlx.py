@@ -1,0 +1,72 @@
+"""MLX `mlx_lm.server`: its argv and environment."""
+
+from __future__ import annotations
+
+from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
+from roundhouse.core.engines.common import (
+    Extras,
+    check_choices,
+    check_extra_args,
+    check_format,
+    command,
+    hub_env,
+    no_api_key,
+    opt,
+    plan,
+    refuse,
+    require_model,
+)
+
+ACCEPTS = {"parallel", "draft_model", "num_draft_tokens", "extra_args"}
+_NO_SUCH = "mlx_lm.server has no such setting."
+_SERVER_ONLY = "This is a vLLM or SGLang setting."
+HINTS = {
+    "ctx_size": "mlx_lm.server uses the model's own context length.",
+    "max_model_len": "mlx_lm.server uses the model's own context length.",
+    "n_gpu_layers": "MLX keeps the whole model in unified memory.",
+    "threads": "MLX runs on the GPU (or its own CPU backend); there are no threads to set.",
+    "flash_attn": _NO_SUCH,
+    "cache_type_k": _NO_SUCH,
+    "cache_type_v": _NO_SUCH,
+    "served_name": "mlx_lm.server serves a model under its folder or repository name.",
+    "tensor_parallel": _SERVER_ONLY,
+    "pipeline_parallel": _SERVER_ONLY,
+    "gpu_memory_utilization": _SERVER_ONLY,
+    "dtype": "MLX models carry their own precision: choose another conversion instead.",
+    "max_loaded_models": "mlx_lm.server serves one model: start another instance for another.",
+}
+WHY_NOT = {
+    ModelFormat.GGUF: "Run GGUF files with llama.cpp or Ollama.",
+    ModelFormat.OLLAMA: "Ollama tags run in Ollama.",
+}
+OWNED = (
+    "--model", "--host", "--port", "--draft-model", "--num-draft-tokens",
+    "--decode-concurrency",
+)  # fmt: skip
+
+
+def build(
+    spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
+) -> LaunchPlan:
+    model = require_model(spec, params)
+    check_format(spec, params, WHY_NOT)
+    check_choices(spec, params, ACCEPTS, HINTS)
+    check_extra_args(spec, params, OWNED)
+    no_api_key(spec, extras, "mlx_lm.server has none; it stays behind the gateway.")
+    if params.num_draft_tokens is not None and not params.draft_model:
+        refuse("A number of draft tokens needs a draft model: choose one, or clear the number.")
+    argv = [*command(spec, detected), "--model", model]
+    argv += ["--host", params.host, "--port", str(params.port)]
+    opt(argv, "--draft-model", params.draft_model)
+    opt(argv, "--num-draft-tokens", params.num_draft_tokens)
+    opt(argv, "--decode-concurrency", params.parallel)
+    argv += params.extra_args
+    models = [model, *([params.draft_model] if params.draft_model else [])]
+    return plan(
+        spec,
+        params,
+        argv,
+        hub_env(models, extras),
+        expected_model_id=model,
+        metrics=False,
+    )

@@ -1,0 +1,95 @@
+"""vLLM: `vllm serve` (or its OpenAI server module in a chosen Python)."""
+
+from __future__ import annotations
+
+from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
+from roundhouse.core.engines.common import (
+    Extras,
+    check_choices,
+    check_extra_args,
+    check_format,
+    command,
+    hub_env,
+    one_kv_type,
+    one_length,
+    opt,
+    plan,
+    require_model,
+)
+
+ACCEPTS = {
+    "ctx_size",
+    "parallel",
+    "cache_type_k",
+    "cache_type_v",
+    "served_name",
+    "extra_args",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "dtype",
+}
+HINTS = {
+    "n_gpu_layers": (
+        "vLLM keeps the whole model on the GPUs: lower the GPU memory fraction or the "
+        "maximum model length to fit, or use llama.cpp to split between CPU and GPU."
+    ),
+    "threads": "vLLM runs on GPUs; there are no threads to set.",
+    "flash_attn": "vLLM picks its attention backend itself.",
+    "draft_model": "Set vLLM's speculative decoding in the extra arguments (--speculative-config).",
+    "num_draft_tokens": "Set it in vLLM's --speculative-config (extra arguments).",
+    "max_loaded_models": "vLLM serves one model: start another instance for another.",
+}
+WHY_NOT = {
+    ModelFormat.GGUF: (
+        "vLLM's GGUF support is experimental and takes single files only: run GGUF files with "
+        "llama.cpp or Ollama, or choose the model's safetensors repository for vLLM."
+    ),
+    ModelFormat.MLX: "MLX weights run in the MLX engine on a Mac.",
+    ModelFormat.OLLAMA: "Ollama tags run in Ollama.",
+}
+OWNED = (
+    "--model", "--host", "--port", "--served-model-name", "-tp", "--tensor-parallel-size",
+    "-pp", "--pipeline-parallel-size", "--gpu-memory-utilization", "--max-model-len",
+    "--dtype", "--kv-cache-dtype", "--max-num-seqs",
+)  # fmt: skip
+API_KEY_ENV = "VLLM_API_KEY"
+
+
+def build(
+    spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
+) -> LaunchPlan:
+    model = require_model(spec, params)
+    check_format(spec, params, WHY_NOT)
+    check_choices(spec, params, ACCEPTS, HINTS)
+    check_extra_args(spec, params, OWNED)
+    length = one_length(spec, params)
+    kv_type = one_kv_type(spec, params, "--kv-cache-dtype")
+    if detected.path:
+        argv = [detected.path, "serve", model]
+    else:
+        # The module form (python -m vllm.entrypoints.openai.api_server) takes --model.
+        argv = [*command(spec, detected), "--model", model]
+    argv += ["--host", params.host, "--port", str(params.port)]
+    opt(argv, "--served-model-name", params.served_name)
+    opt(argv, "-tp", params.tensor_parallel)
+    opt(argv, "-pp", params.pipeline_parallel)
+    opt(argv, "--gpu-memory-utilization", params.gpu_memory_utilization)
+    opt(argv, "--max-model-len", length)
+    opt(argv, "--dtype", params.dtype)
+    opt(argv, "--kv-cache-dtype", kv_type)
+    opt(argv, "--max-num-seqs", params.parallel)
+    argv += params.extra_args
+    env = hub_env([model], extras)
+    if extras.api_key:
+        env[API_KEY_ENV] = extras.api_key
+    return plan(
+        spec,
+        params,
+        argv,
+        env,
+        expected_model_id=params.served_name or model,
+        metrics=params.metrics,
+        secret_env=(API_KEY_ENV,) if extras.api_key else (),
+    )

@@ -1,0 +1,123 @@
+"""Choices an engine cannot honour are refused in words a user can act on."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from roundhouse.api.engines import (
+    DetectedEngine,
+    EngineId,
+    FoundBy,
+    LaunchParams,
+    ModelFormat,
+)
+from roundhouse.core.engines.launch import build_launch
+from roundhouse.core.errors import InvalidInputError
+from tests.unit.engines.conftest import catalog
+
+
+def refusal(engine: EngineId, params: LaunchParams, **extras: str) -> str:
+    spec = catalog().spec(engine)
+    detected = DetectedEngine(id=engine, found_by=FoundBy.PATH, path="/bin/x", where="test")
+    with pytest.raises(InvalidInputError) as err:
+        build_launch(spec, detected, params, **extras)
+    return err.value.detail
+
+
+def test_tensor_parallel_for_llama_cpp() -> None:
+    why = refusal(EngineId.LLAMA_CPP, LaunchParams(model="/m.gguf", port=1, tensor_parallel=2))
+    assert why == (
+        "llama.cpp (llama-server) does not take tensor parallelism (tensor_parallel). "
+        "llama.cpp splits a model across GPUs by layers on its own; "
+        "choose vLLM or SGLang for tensor or pipeline parallelism."
+    )
+
+
+def test_a_gguf_for_vllm_is_refused_with_the_reason() -> None:
+    why = refusal(EngineId.VLLM, LaunchParams(model="/models/Qwen-Q4_K_M.GGUF", port=1))
+    assert why.startswith("vLLM cannot serve a GGUF model. vLLM's GGUF support is experimental")
+    assert "llama.cpp or Ollama" in why
+
+
+def test_a_declared_format_counts_even_without_a_suffix() -> None:
+    params = LaunchParams(model="/models/qwen", model_format=ModelFormat.SAFETENSORS, port=1)
+    why = refusal(EngineId.LLAMA_CPP, params)
+    assert why.startswith("llama.cpp (llama-server) cannot serve a SAFETENSORS model.")
+
+
+@pytest.mark.parametrize(
+    ("engine", "params", "words"),
+    [
+        (EngineId.OLLAMA, LaunchParams(port=1, n_gpu_layers=20), "num_gpu"),
+        (EngineId.OLLAMA, LaunchParams(port=1, extra_args=("--verbose",)), "environment"),
+        (EngineId.MLX, LaunchParams(model="/m", port=1, ctx_size=4096), "own context length"),
+        (EngineId.MLX, LaunchParams(model="/m", port=1, num_draft_tokens=3), "draft model"),
+        (EngineId.VLLM, LaunchParams(model="/m", port=1, n_gpu_layers=10), "whole model"),
+        (EngineId.VLLM, LaunchParams(model="/m", port=1, threads=8), "no threads"),
+        (EngineId.SGLANG, LaunchParams(model="/m", port=1, pipeline_parallel=2), "use vLLM"),
+    ],
+)
+def test_unsupported_choices_say_what_to_do(
+    engine: EngineId, params: LaunchParams, words: str
+) -> None:
+    assert words in refusal(engine, params)
+
+
+def test_ollama_has_one_kv_cache_type() -> None:
+    params = LaunchParams(port=1, cache_type_k="q8_0", cache_type_v="q4_0")
+    why = refusal(EngineId.OLLAMA, params)
+    assert "one KV cache type" in why and "OLLAMA_KV_CACHE_TYPE" in why
+
+
+def test_vllm_length_given_twice_must_agree() -> None:
+    params = LaunchParams(model="/m", port=1, ctx_size=4096, max_model_len=8192)
+    assert "differ. Set one of them." in refusal(EngineId.VLLM, params)
+
+
+@pytest.mark.parametrize("engine", [EngineId.OLLAMA, EngineId.MLX, EngineId.SGLANG])
+def test_engines_without_a_safe_key_place_refuse_a_key(engine: EngineId) -> None:
+    why = refusal(engine, LaunchParams(model="/m", port=1), api_key="k")
+    assert "cannot be given an API key" in why
+
+
+@pytest.mark.parametrize("arg", ["--api-key", "--api-key=abc", "--api-key-file"])
+def test_keys_never_ride_in_extra_arguments(arg: str) -> None:
+    params = LaunchParams(model="/m.gguf", port=1, extra_args=(arg, "x"))
+    assert "visible to every user" in refusal(EngineId.LLAMA_CPP, params)
+
+
+@pytest.mark.parametrize("arg", ["--host", "--port=9", "-m"])
+def test_extra_arguments_cannot_override_what_roundhouse_sets(arg: str) -> None:
+    params = LaunchParams(model="/m.gguf", port=1, extra_args=(arg, "0.0.0.0"))
+    assert "Roundhouse sets it" in refusal(EngineId.LLAMA_CPP, params)
+
+
+def test_engines_stay_on_loopback() -> None:
+    why = refusal(EngineId.VLLM, LaunchParams(model="/m", port=1, host="0.0.0.0"))
+    assert why.startswith("Engines listen on this machine only (127.0.0.1), not on 0.0.0.0")
+
+
+def test_a_model_is_needed_except_for_ollama() -> None:
+    assert refusal(EngineId.LLAMA_CPP, LaunchParams(port=1)) == (
+        "Choose a model for llama.cpp (llama-server)."
+    )
+
+
+def test_an_attached_endpoint_is_not_started() -> None:
+    why = refusal(EngineId.OPENAI_COMPATIBLE, LaunchParams(model="m", port=1))
+    assert "attaches to an OpenAI-compatible endpoint but does not start one" in why
+
+
+def test_the_port_is_always_explicit_and_valid() -> None:
+    with pytest.raises(ValidationError):
+        LaunchParams(model="/m.gguf")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        LaunchParams(model="/m.gguf", port=70000)
+
+
+def test_a_detection_of_another_engine_is_a_programming_error() -> None:
+    spec = catalog().spec(EngineId.VLLM)
+    other = DetectedEngine(id=EngineId.MLX, found_by=FoundBy.PATH, path="/x", where="t")
+    with pytest.raises(ValueError, match="does not match"):
+        build_launch(spec, other, LaunchParams(model="/m", port=1))
