@@ -203,3 +203,18 @@ def opt(argv: list[str], flag: str, value: object) -> None:
     """Append `flag value` when the value is set."""
     if value is not None:
         argv += [flag, str(value)]
+
+
+def check_params(
+    spec: EngineSpec,
+    params: LaunchParams,
+    *,
+    accepts: set[str],
+    hints: dict[str, str],
+    why_not: dict[ModelFormat, str],
+    owned: tuple[str, ...] = (),
+) -> None:
+    """Every engine's checks, in one order: the model's format, the choices, extra arguments."""
+    check_format(spec, params, why_not)
+    check_choices(spec, params, accepts, hints)
+    check_extra_args(spec, params, owned)

@@ -5,9 +5,7 @@ from __future__ import annotations
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
     Extras,
-    check_choices,
-    check_extra_args,
-    check_format,
+    check_params,
     command,
     opt,
     plan,
@@ -57,9 +55,7 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     model = require_model(spec, params)
-    check_format(spec, params, WHY_NOT)
-    check_choices(spec, params, ACCEPTS, HINTS)
-    check_extra_args(spec, params, OWNED)
+    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT, owned=OWNED)
     argv = [*command(spec, detected), "-m", model]
     argv += ["--host", params.host, "--port", str(params.port)]
     opt(argv, "-c", params.ctx_size)

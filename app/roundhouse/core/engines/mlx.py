@@ -5,9 +5,7 @@ from __future__ import annotations
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
     Extras,
-    check_choices,
-    check_extra_args,
-    check_format,
+    check_params,
     command,
     hub_env,
     no_api_key,
@@ -49,9 +47,7 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     model = require_model(spec, params)
-    check_format(spec, params, WHY_NOT)
-    check_choices(spec, params, ACCEPTS, HINTS)
-    check_extra_args(spec, params, OWNED)
+    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT, owned=OWNED)
     no_api_key(spec, extras, "mlx_lm.server has none; it stays behind the gateway.")
     if params.num_draft_tokens is not None and not params.draft_model:
         refuse("A number of draft tokens needs a draft model: choose one, or clear the number.")

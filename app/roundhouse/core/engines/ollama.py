@@ -12,8 +12,7 @@ from roundhouse.api.engines import (
 )
 from roundhouse.core.engines.common import (
     Extras,
-    check_choices,
-    check_format,
+    check_params,
     command,
     host_port,
     no_api_key,
@@ -53,8 +52,7 @@ _FLASH = {FlashAttention.ON: "1", FlashAttention.OFF: "0"}
 def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
-    check_format(spec, params, WHY_NOT)
-    check_choices(spec, params, ACCEPTS, HINTS)
+    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT)
     no_api_key(spec, extras, "Ollama has none; it stays on this machine behind the gateway.")
     kv_type = one_kv_type(spec, params, "OLLAMA_KV_CACHE_TYPE")
     # OLLAMA_HOST also decides the bind address: set it, or a user's 0.0.0.0 would leak in.
