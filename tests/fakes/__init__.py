@@ -1,0 +1,1 @@
+"""Stand-ins for programs that cannot run here, started as real processes."""
