@@ -211,3 +211,11 @@ class LaunchPlan(_Frozen):
 
     def redacted_env(self) -> dict[str, str]:
         return {k: ("***" if k in self.secret_env else v) for k, v in self.env.items()}
+
+
+class EnginesOverview(_Frozen):
+    """What `GET /api/v1/engines` answers: the catalog and what was found on this machine."""
+
+    catalog: EngineCatalog
+    detection: EngineDetection
+    detected_at: float = Field(description="seconds since the Unix epoch")

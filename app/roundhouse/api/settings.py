@@ -24,6 +24,15 @@ class DaemonSettings(BaseModel):
     sample_history_s: int = Field(default=3600, ge=900, le=86400)
 
 
+class EngineSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    python_paths: list[str] = Field(
+        default=[],
+        description="Python interpreters to look in for mlx-lm, vLLM and SGLang",
+    )
+
+
 class UiSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -40,4 +49,5 @@ class Settings(BaseModel):
         default=None, description="where models are stored; empty means the Hugging Face cache"
     )
     daemon: DaemonSettings = DaemonSettings()
+    engines: EngineSettings = EngineSettings()
     ui: UiSettings = UiSettings()

@@ -130,3 +130,25 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     from roundhouse.cli.hardware_view import inventory_view
 
     console.print(inventory_view(inventory))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--refresh", is_flag=True, help="Look for engines again instead of the cache.")
+@click.pass_context
+def engines(ctx: click.Context, as_json: bool, refresh: bool) -> None:
+    """List the engines Roundhouse knows, which are installed here, and their versions."""
+    from roundhouse.cli.output import console, print_json
+    from roundhouse.client import DaemonClient
+
+    async def fetch() -> Any:
+        async with DaemonClient.for_home(home_of(ctx)) as client:
+            return await client.engines(refresh=refresh)
+
+    overview = run_async(fetch())
+    if as_json:
+        print_json(overview)
+        return
+    from roundhouse.cli.engines_view import engines_view
+
+    console.print(engines_view(overview))

@@ -12,6 +12,7 @@ from httpx_sse import aconnect_sse
 from pydantic import BaseModel, ValidationError
 
 from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAccepted
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory, HardwareSample, SampleHistory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
@@ -98,6 +99,11 @@ class DaemonClient:
     async def hardware(self, refresh: bool = False) -> HardwareInventory:
         params = {"refresh": "true"} if refresh else {}
         return await self._request("GET", "/hardware", HardwareInventory, params=params)
+
+    async def engines(self, refresh: bool = False) -> EnginesOverview:
+        """The engine catalog and what was found on the daemon's machine."""
+        params = {"refresh": "true"} if refresh else {}
+        return await self._request("GET", "/engines", EnginesOverview, params=params)
 
     async def samples(self, since: float | None = None) -> SampleHistory:
         params = {"since": str(since)} if since is not None else {}

@@ -19,6 +19,7 @@ from filelock import FileLock, Timeout
 from roundhouse import __version__
 from roundhouse.api.daemon import Discovery
 from roundhouse.api.discovery import read_discovery, write_discovery
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.core.errors import RoundhouseError
@@ -56,6 +57,27 @@ def models_dir(settings: Settings) -> Path:
     hf_home = os.environ.get("HF_HOME")
     base = Path(hf_home) if hf_home else Path.home() / ".cache" / "huggingface"
     return Path(os.environ.get("HF_HUB_CACHE") or base / "hub")
+
+
+def engine_detector(home: Home) -> Callable[[Settings], EnginesOverview]:
+    """Detect the engines of this machine: PATH, the usual places, Roundhouse's own builds
+    and the Pythons the settings name."""
+
+    def detect(settings: Settings) -> EnginesOverview:
+        from roundhouse.core.engines.catalog import load_catalog
+        from roundhouse.core.engines.detect import detect_engines
+        from roundhouse.core.engines.host import LocalEngineHost
+
+        catalog = load_catalog()
+        detection = detect_engines(
+            LocalEngineHost(),
+            catalog,
+            pythons=settings.engines.python_paths,
+            managed_dir=str(home.data_dir / "engines"),
+        )
+        return EnginesOverview(catalog=catalog, detection=detection, detected_at=time.time())
+
+    return detect
 
 
 def default_hardware(home: Home, settings: Settings) -> HardwareSource:
@@ -177,6 +199,7 @@ async def _serve(
         sampler=sampler,
         version=__version__,
         request_shutdown=request_shutdown,
+        detect_engines=engine_detector(home),
         url=url,
         pid=os.getpid(),
     )

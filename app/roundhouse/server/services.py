@@ -8,10 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.core.sampler import Sampler
+
+# Called with the settings in force, so a changed list of Pythons counts at the next refresh.
+EngineDetector = Callable[[Settings], EnginesOverview]
 
 
 class HardwareSource(Protocol):
@@ -33,6 +37,7 @@ class DaemonServices:
     sampler: Sampler
     version: str
     request_shutdown: Callable[[], None]
+    detect_engines: EngineDetector
     started_at: float = field(default_factory=time.time)
     url: str = ""
     pid: int = 0
@@ -40,6 +45,8 @@ class DaemonServices:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _inventory: HardwareInventory | None = None
     _inventory_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _engines: EnginesOverview | None = None
+    _engines_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def inventory(self, refresh: bool = False) -> HardwareInventory:
         """The inventory, collected once in a worker thread and cached until refreshed."""
@@ -47,3 +54,11 @@ class DaemonServices:
             if self._inventory is None or refresh:
                 self._inventory = await asyncio.to_thread(self.hardware.inventory)
             return self._inventory
+
+    async def engines(self, refresh: bool = False) -> EnginesOverview:
+        """The engine catalog and detection, run in a worker thread (it runs `--version` of
+        each tool it finds) and cached until refreshed."""
+        async with self._engines_lock:
+            if self._engines is None or refresh:
+                self._engines = await asyncio.to_thread(self.detect_engines, self.settings)
+            return self._engines

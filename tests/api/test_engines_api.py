@@ -1,0 +1,70 @@
+"""Engines through the daemon: the catalog, and the real llama-server found on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from roundhouse.api.engines import EngineId, EnginesOverview
+from tests.daemon_process import DaemonProcess, start_daemon
+
+
+@pytest.fixture
+def daemon_with_llama_server(
+    home_root: Path, llama_server_binary: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[DaemonProcess]:
+    # The daemon inherits PATH: the built llama-server is then "installed on PATH".
+    monkeypatch.setenv("PATH", f"{llama_server_binary.parent}{os.pathsep}{os.environ['PATH']}")
+    proc = start_daemon(home_root)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_engines_route_lists_the_catalog_and_finds_llama_server(
+    daemon_with_llama_server: DaemonProcess, llama_server_binary: Path
+) -> None:
+    daemon = daemon_with_llama_server
+    response = httpx.get(
+        f"{daemon.url}/api/v1/engines",
+        headers={"Authorization": f"Bearer {daemon.token}"},
+        trust_env=False,
+        timeout=60,
+    )
+    assert response.status_code == 200, response.text
+    overview = EnginesOverview.model_validate_json(response.content)
+    ids = {spec.id for spec in overview.catalog.engines}
+    assert {EngineId.LLAMA_CPP, EngineId.OLLAMA, EngineId.MLX, EngineId.VLLM} <= ids
+    llama = [e for e in overview.detection.found if e.id == EngineId.LLAMA_CPP]
+    assert llama, overview.detection
+    assert llama[0].path == str(llama_server_binary)
+    assert llama[0].version
+    # Every runnable engine is either found or missing with a reason, never silently absent.
+    accounted = {e.id for e in overview.detection.found} | {
+        m.id for m in overview.detection.missing
+    }
+    assert {s.id for s in overview.catalog.engines if s.launch.value != "attach"} <= accounted
+    assert all(m.why for m in overview.detection.missing)
+
+
+def test_cli_engines_table_and_json(daemon_with_llama_server: DaemonProcess) -> None:
+    root = daemon_with_llama_server.home.root
+    assert root is not None
+    base = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines"]
+    env = {**os.environ, "COLUMNS": "200"}
+    as_json = subprocess.run([*base, "--json"], capture_output=True, text=True, env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    found = json.loads(as_json.stdout)["detection"]["found"]
+    assert any(e["id"] == "llama.cpp" for e in found)
+    table = subprocess.run([*base, "--refresh"], capture_output=True, text=True, env=env)
+    assert table.returncode == 0, table.stderr
+    assert "llama.cpp" in table.stdout and "found" in table.stdout
+    assert "not found" in table.stdout  # vLLM and SGLang cannot be installed here
