@@ -92,6 +92,7 @@ async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
     from roundhouse.base.paths import resolve_home
     from roundhouse.gui.app import build_ui, shutdown
     from roundhouse.gui.daemon_bridge import ConnectionState
+    from roundhouse.gui.pages.engines_page import EnginesPage
 
     app = QApplication.instance()
     assert isinstance(app, QApplication)
@@ -125,6 +126,18 @@ async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
         saved.append(path)
 
     grab("hardware.png")
+
+    # The engines, with where one missing engine was looked for folded out.
+    await wait_until(lambda: ui.bridge.engines is not None, 20, "the engines")
+    page = ui.window.show_page("Engines")
+    assert isinstance(page, EnginesPage)
+    missing = [c for c in page.cards.values() if c.looked_in_button.isVisible()]
+    if missing:
+        missing[0].looked_in_button.click()
+    await asyncio.sleep(0.5)
+    grab("engines.png")
+    ui.window.show_page("Hardware")
+    await asyncio.sleep(0.3)
     grab("desktop-with-tray.png", window_only=False)
 
     ui.tray.menu.popup(QPoint(SCREEN[0] - 260, PANEL_HEIGHT + 2))

@@ -60,6 +60,7 @@ def build_ui(
 ) -> Ui:
     """Build the bridge, window, pages and tray; nothing talks to the daemon yet."""
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
@@ -71,6 +72,7 @@ def build_ui(
     bridge = DaemonBridge(home, auto_start=auto_start)
     window.attach(bridge)
     window.add_page(HardwarePage(bridge), HardwarePage.title)
+    window.add_page(EnginesPage(bridge), EnginesPage.title)
     quitter = QuitController(bridge, app.quit, window)
     window.quit_requested.connect(quitter.request_quit)
     tray = (

@@ -11,6 +11,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.daemon import DaemonStatus
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.settings import UiSettings
 from roundhouse.base.paths import Home
@@ -50,6 +51,8 @@ class DaemonBridge(QObject):
     history_loaded = Signal(object)  # list[HardwareSample], oldest first
     sample_received = Signal(object)  # HardwareSample
     refresh_failed = Signal(str)
+    engines_changed = Signal(object)  # EnginesOverview
+    engines_failed = Signal(str)  # why the engines were not loaded, in words
 
     def __init__(
         self, home: Home, *, auto_start: bool = True, backoff: Backoff | None = None
@@ -66,6 +69,7 @@ class DaemonBridge(QObject):
         self._last_sample_t: float | None = None
         self.status: DaemonStatus | None = None
         self.inventory: HardwareInventory | None = None
+        self.engines: EnginesOverview | None = None
         self.ui_settings = UiSettings()
 
     @property
@@ -91,6 +95,10 @@ class DaemonBridge(QObject):
 
     def refresh_inventory(self) -> None:
         self._spawn(self._refresh_inventory())
+
+    def refresh_engines(self) -> None:
+        """Ask the daemon to look for engines again; answers by engines_changed/_failed."""
+        self._spawn(self._load_engines(refresh=True))
 
     async def stop_daemon(self) -> str | None:
         """Stop the daemon and disconnect; the failure in words, or None."""
@@ -170,6 +178,9 @@ class DaemonBridge(QObject):
         self.ui_settings = settings.ui
         self.ui_settings_changed.emit(settings.ui)
         self._set_inventory(inventory)
+        # Engine detection can take seconds (it asks each tool its version): it loads on its
+        # own, and a daemon that cannot list engines still serves everything else.
+        self._spawn(self._load_engines(refresh=False))
         fresh = [s for s in history.samples if self._is_new(s.t)]
         if fresh:
             self._last_sample_t = fresh[-1].t
@@ -195,6 +206,18 @@ class DaemonBridge(QObject):
             return
         self._set_inventory(inventory)
 
+    async def _load_engines(self, *, refresh: bool) -> None:
+        client = self._client
+        if client is None:
+            self.engines_failed.emit("Not connected to the daemon, so nothing was refreshed.")
+            return
+        try:
+            engines = await client.engines(refresh=refresh)
+        except ClientError as exc:
+            self.engines_failed.emit(str(exc))
+            return
+        self._set_engines(engines)
+
     async def _close_client(self) -> None:
         client, self._client = self._client, None
         if client is not None:
@@ -208,6 +231,10 @@ class DaemonBridge(QObject):
     def _set_inventory(self, inventory: HardwareInventory) -> None:
         self.inventory = inventory
         self.inventory_changed.emit(inventory)
+
+    def _set_engines(self, engines: EnginesOverview) -> None:
+        self.engines = engines
+        self.engines_changed.emit(engines)
 
     def _set_state(self, state: ConnectionState) -> None:
         if state != self._state:

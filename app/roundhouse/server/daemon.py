@@ -212,6 +212,8 @@ async def _serve(
     )
     server = _Server(config, on_exit=services.stopping.set)
     sampler.start()
+    # Detect engines in the background now, so the first client does not wait for it.
+    detection = asyncio.create_task(services.engines(), name="engine-detection")
     discovery = Discovery(
         url=url,
         pid=os.getpid(),
@@ -227,6 +229,7 @@ async def _serve(
     try:
         await server.serve(sockets=[sock])
     finally:
+        detection.cancel()
         await sampler.stop()
         await asyncio.to_thread(hardware.close)
         log.info("Daemon stopped after %.1f s", time.monotonic() - started)

@@ -1,0 +1,116 @@
+"""The Engines page: each engine Roundhouse can run, found where and which version, or why not."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.engines import EngineId, EnginesOverview, LaunchStyle
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.engine_card import EngineCard
+
+
+class EnginesPage(QWidget):
+    """One card per runnable catalog engine; attach-only entries (a remote server) are left out."""
+
+    title = "Engines"
+
+    def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self.cards: dict[EngineId, EngineCard] = {}
+        heading = QLabel(self.title)
+        heading.setObjectName("pageTitle")
+        self.status_label = QLabel("Waiting for the daemon…")
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Look for engines again (PATH, usual places, Pythons)")
+        self.refresh_button.setEnabled(False)
+        self.refresh_button.clicked.connect(self._on_refresh_button_clicked)
+        header = QHBoxLayout()
+        header.addWidget(heading)
+        header.addSpacing(16)
+        header.addWidget(self.status_label, 1)
+        header.addWidget(self.refresh_button)
+
+        content = QWidget()
+        self._cards_layout = QVBoxLayout(content)
+        self._cards_layout.setContentsMargins(0, 0, 8, 0)
+        self._cards_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(header)
+        layout.addWidget(scroll, 1)
+
+        bridge.connected.connect(self._on_bridge_connected)
+        bridge.disconnected.connect(self._on_bridge_disconnected)
+        bridge.engines_changed.connect(self._on_bridge_engines_changed)
+        bridge.engines_failed.connect(self._on_bridge_engines_failed)
+        if bridge.engines is not None:
+            self._on_bridge_engines_changed(bridge.engines)
+
+    def card(self, engine: EngineId) -> EngineCard:
+        return self.cards[engine]
+
+    def show_overview(self, overview: EnginesOverview) -> None:
+        """Cards follow the catalog's order; each shows what detection says of its engine."""
+        runnable = [s for s in overview.catalog.engines if s.launch != LaunchStyle.ATTACH]
+        for engine in [e for e in self.cards if e not in {s.id for s in runnable}]:
+            self.cards.pop(engine).deleteLater()
+        for index, spec in enumerate(runnable):
+            card = self.cards.get(spec.id)
+            if card is None or card.spec != spec:
+                if card is not None:
+                    card.deleteLater()
+                card = self.cards[spec.id] = EngineCard(spec)
+            # Insert (or move) at its place in the catalog, above the final stretch.
+            self._cards_layout.insertWidget(index, card)
+            hits = [hit for hit in overview.detection.found if hit.id == spec.id]
+            missing = next((m for m in overview.detection.missing if m.id == spec.id), None)
+            if hits:
+                card.show_found(hits)
+            elif missing is not None:
+                card.show_missing(missing)
+            else:
+                card.show_unknown()
+
+    def _on_refresh_button_clicked(self) -> None:
+        self.refresh_button.setEnabled(False)
+        self.status_label.setText("Looking for engines again…")
+        self._bridge.refresh_engines()
+
+    def _on_bridge_connected(self) -> None:
+        self.refresh_button.setEnabled(True)
+
+    def _on_bridge_disconnected(self, message: str) -> None:
+        self.refresh_button.setEnabled(False)
+        if self.cards:
+            self.status_label.setText(
+                "Showing the last known engines: not connected to the daemon."
+            )
+        else:
+            self.status_label.setText("Not connected to the daemon.")
+
+    def _on_bridge_engines_changed(self, overview: EnginesOverview) -> None:
+        self.show_overview(overview)
+        found_at = time.strftime("%H:%M:%S", time.localtime(overview.detected_at))
+        self.status_label.setText(f"Engines found at {found_at}")
+        self.refresh_button.setEnabled(self._bridge.state == ConnectionState.CONNECTED)
+
+    def _on_bridge_engines_failed(self, message: str) -> None:
+        self.status_label.setText(f"Engines not loaded: {message}")
+        self.refresh_button.setEnabled(self._bridge.state == ConnectionState.CONNECTED)
