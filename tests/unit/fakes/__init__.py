@@ -1,0 +1,1 @@
+"""Tests of the stand-ins for programs that cannot run here."""
