@@ -1,0 +1,235 @@
+"""Run the vLLM or SGLang STAND-IN with the argv the real tools take.
+
+    python -m tests.fakes.openai_engines vllm serve MODEL --host H --port P [...]
+    python -m tests.fakes.openai_engines vllm --model MODEL --host H --port P [...]
+    python -m tests.fakes.openai_engines sglang --model-path M --host H --port P [...]
+
+Engine flags that change nothing here (parallelism, memory, dtypes) are accepted and ignored;
+unknown flags exit 2 as argparse does. Stand-in-only flags: --load-seconds, --token-delay,
+--die-after (vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from types import FrameType
+
+from tests.fakes.openai_engines.server import Settings, make_server
+
+VLLM_IGNORED_VALUES = (
+    ("-tp", "--tensor-parallel-size"),
+    ("-pp", "--pipeline-parallel-size"),
+    ("--data-parallel-size", "-dp"),
+    ("--gpu-memory-utilization",),
+    ("--dtype",),
+    ("--kv-cache-dtype",),
+    ("--distributed-executor-backend",),
+    ("--nnodes",),
+    ("--node-rank",),
+    ("--master-addr",),
+    ("--master-port",),
+    ("--quantization", "-q"),
+    ("--max-num-batched-tokens",),
+    ("--swap-space",),
+    ("--seed",),
+    ("--speculative-config",),
+    ("--chat-template",),
+    ("--tool-call-parser",),
+    ("--generation-config",),
+    ("--tokenizer",),
+    ("--revision",),
+    ("--download-dir",),
+    ("--uvicorn-log-level",),
+)
+VLLM_IGNORED_SWITCHES = (
+    "--headless",
+    "--trust-remote-code",
+    "--enforce-eager",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--enable-auto-tool-choice",
+    "--disable-log-requests",
+    "--disable-log-stats",
+)
+SGLANG_IGNORED_VALUES = (
+    ("--tp", "--tp-size", "--tensor-parallel-size"),
+    ("--dp", "--dp-size", "--data-parallel-size"),
+    ("--mem-fraction-static",),
+    ("--dtype",),
+    ("--kv-cache-dtype",),
+    ("--nnodes",),
+    ("--node-rank",),
+    ("--dist-init-addr",),
+    ("--quantization",),
+    ("--chunked-prefill-size",),
+    ("--attention-backend",),
+    ("--tokenizer-path",),
+    ("--chat-template",),
+    ("--tool-call-parser",),
+    ("--reasoning-parser",),
+    ("--speculative-algorithm",),
+    ("--speculative-draft-model-path",),
+    ("--speculative-num-steps",),
+    ("--speculative-eagle-topk",),
+    ("--speculative-num-draft-tokens",),
+    ("--log-level",),
+    ("--random-seed",),
+)
+SGLANG_IGNORED_SWITCHES = ("--trust-remote-code", "--disable-radix-cache", "--enable-torch-compile")
+
+
+def _standin_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("stand-in only")
+    group.add_argument("--load-seconds", type=float, default=0.3, metavar="S")
+    group.add_argument("--token-delay", type=float, default=0.0, metavar="S")
+
+
+def _ignored(
+    parser: argparse.ArgumentParser,
+    values: tuple[tuple[str, ...], ...],
+    switches: tuple[str, ...],
+) -> None:
+    group = parser.add_argument_group("accepted and ignored")
+    for names in values:
+        group.add_argument(*names)
+    for name in switches:
+        group.add_argument(name, action="store_true")
+
+
+def vllm_settings(argv: list[str]) -> Settings:
+    serve = bool(argv) and argv[0] == "serve"
+    prog = "vllm serve" if serve else "python -m vllm.entrypoints.openai.api_server"
+    parser = argparse.ArgumentParser(prog=prog, allow_abbrev=False)
+    if serve:
+        parser.add_argument("model_tag", nargs="?")
+        argv = argv[1:]
+    parser.add_argument("--model")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--api-key")
+    parser.add_argument("--served-model-name", nargs="+")
+    parser.add_argument("--max-model-len", type=int, default=4096)
+    parser.add_argument("--max-num-seqs", type=int, default=256)
+    _ignored(parser, VLLM_IGNORED_VALUES, VLLM_IGNORED_SWITCHES)
+    _standin_flags(parser)
+    parser.add_argument("--die-after", type=float, metavar="S", help="/health 503 after S s")
+    parser.add_argument("--metric-names", choices=["new", "old", "both"], default="both")
+    args = parser.parse_args(argv)
+    model = getattr(args, "model_tag", None) or args.model
+    if not model:
+        parser.error("the model is required (vllm serve MODEL, or --model)")
+    return Settings(
+        personality="vllm",
+        model=model,
+        served_names=args.served_model_name or [model],
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key or os.environ.get("VLLM_API_KEY") or None,
+        load_s=args.load_seconds,
+        token_delay_s=args.token_delay,
+        die_after_s=args.die_after,
+        max_model_len=args.max_model_len,
+        max_running=args.max_num_seqs,
+        metric_names=args.metric_names,
+    )
+
+
+def sglang_settings(argv: list[str]) -> Settings:
+    parser = argparse.ArgumentParser(prog="python -m sglang.launch_server", allow_abbrev=False)
+    parser.add_argument("--model-path", "--model", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=30000)
+    parser.add_argument("--api-key")
+    parser.add_argument("--served-model-name")
+    parser.add_argument("--context-length", type=int, default=4096)
+    parser.add_argument("--max-running-requests", type=int, default=256)
+    parser.add_argument("--enable-metrics", action="store_true")
+    _ignored(parser, SGLANG_IGNORED_VALUES, SGLANG_IGNORED_SWITCHES)
+    _standin_flags(parser)
+    parser.add_argument("--wedge-after", type=float, metavar="S", help="generation hangs after S")
+    parser.add_argument("--wedge-timeout", type=float, default=20.0, metavar="S")
+    args = parser.parse_args(argv)
+    return Settings(
+        personality="sglang",
+        model=args.model_path,
+        served_names=[args.served_model_name or args.model_path],
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        load_s=args.load_seconds,
+        token_delay_s=args.token_delay,
+        wedge_after_s=args.wedge_after,
+        wedge_timeout_s=args.wedge_timeout,
+        max_model_len=args.context_length,
+        max_running=args.max_running_requests,
+        enable_metrics=args.enable_metrics,
+        server_args={k: v for k, v in vars(args).items() if k != "api_key"},
+    )
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in ("vllm", "sglang"):
+        print(
+            "usage: python -m tests.fakes.openai_engines {vllm,sglang} ...\n"
+            "error: choose a personality: vllm or sglang",
+            file=sys.stderr,
+        )
+        return 2
+    vllm = argv[0] == "vllm"
+    settings = vllm_settings(argv[1:]) if vllm else sglang_settings(argv[1:])
+    stopping = threading.Event()
+    server_box: list[ThreadingHTTPServer] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+        for server in server_box:
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    name = "vLLM" if vllm else "SGLang"
+    log(f"INFO:     {name} STAND-IN (pid {os.getpid()}) loading {settings.model}")
+    if vllm:  # vLLM's HTTP server listens only once the model is loaded
+        if stopping.wait(settings.load_s):
+            return 0
+        ready_at = time.monotonic()
+    else:  # SGLang listens at once; /health_generate waits for the model
+        ready_at = time.monotonic() + settings.load_s
+    try:
+        server, engine = make_server(settings, ready_at)
+    except OSError as exc:
+        log(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address: {exc}")
+        return 1
+    engine.stop = stopping
+    server_box.append(server)
+    if stopping.is_set():
+        return 0
+    log(f"INFO:     Uvicorn running on http://{settings.host}:{server.server_address[1]}")
+
+    def announce() -> None:
+        if not vllm and not stopping.wait(settings.load_s):
+            log("The server is fired up and ready to roll!")
+        if vllm and settings.die_after_s is not None and not stopping.wait(settings.die_after_s):
+            log("ERROR:    EngineDeadError: EngineCore encountered an issue (--die-after)")
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        server.serve_forever(poll_interval=0.05)
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,663 @@
+"""A strict STAND-IN for vLLM's and SGLang's OpenAI-compatible HTTP servers; no model runs here.
+
+One engine state (counters, histograms, a scheduler of `max_running` slots) behind a stdlib
+`ThreadingHTTPServer` speaking HTTP/1.1 with chunked SSE streams. The two personalities differ
+only where the real servers do: readiness, auth, native endpoints and metric names.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator
+from contextlib import closing
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.fakes.ollama.server import NATURAL_LENGTH, WORDS, prompt_tokens
+
+VLLM_VERSION = "0.11.0"
+SGLANG_VERSION = "0.5.4"
+BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
+ROLES = {"system", "user", "assistant", "tool", "developer"}
+KV_CAPACITY_PER_SEQ = 4  # pretend KV cache: max_model_len * 4 tokens in all
+
+
+class ApiError(Exception):
+    """An OpenAI-shaped error: `{"error": {"message", "type", "param", "code"}}`."""
+
+    def __init__(self, status: int, message: str, kind: str = "BadRequestError") -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+        self.param: str | None = "model" if status == 404 else None
+
+
+@dataclass
+class Settings:
+    """What the command line chose; `server_args` is echoed by SGLang's /get_server_info."""
+
+    personality: str  # "vllm" or "sglang"
+    model: str
+    served_names: list[str]
+    host: str
+    port: int
+    api_key: str | None = None
+    load_s: float = 0.3
+    token_delay_s: float = 0.0
+    die_after_s: float | None = None
+    wedge_after_s: float | None = None
+    wedge_timeout_s: float = 20.0
+    max_model_len: int = 4096
+    max_running: int = 256
+    enable_metrics: bool = True
+    metric_names: str = "both"
+    server_args: dict[str, Any] = field(default_factory=dict)
+
+
+class Histogram:
+    """A Prometheus histogram with cumulative buckets."""
+
+    def __init__(self) -> None:
+        self.buckets = [0] * len(BUCKETS)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.count += 1
+        self.sum += value
+        for i, bound in enumerate(BUCKETS):
+            if value <= bound:
+                self.buckets[i] += 1
+
+
+class Engine:
+    """The pretend engine: readiness clock, scheduler slots and every served-token counter."""
+
+    def __init__(self, settings: Settings, ready_at: float) -> None:
+        self.settings = settings
+        self.ready_at = ready_at
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.slots = threading.Semaphore(settings.max_running)
+        self.running = 0
+        self.waiting = 0
+        self.kv_tokens = 0
+        self.prompt_tokens = 0
+        self.cached_prompt_tokens = 0
+        self.generation_tokens = 0
+        self.success: dict[str, int] = {}
+        self.ttft = Histogram()
+        self.itl = Histogram()
+        self.e2e = Histogram()
+        self.last_throughput = 0.0
+        self.seen_prompts: set[str] = set()
+
+    # -- state --------------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self.ready_at
+
+    def dead(self) -> bool:
+        after = self.settings.die_after_s
+        return after is not None and time.monotonic() >= self.ready_at + after
+
+    def wedged(self) -> bool:
+        after = self.settings.wedge_after_s
+        return after is not None and time.monotonic() >= self.ready_at + after
+
+    def kv_usage(self) -> float:
+        return self.kv_tokens / (self.settings.max_model_len * KV_CAPACITY_PER_SEQ)
+
+    def wait_ready(self) -> None:
+        self.stop.wait(max(0.0, self.ready_at - time.monotonic()))
+
+    # -- generation ---------------------------------------------------------------------------
+
+    def generate(
+        self, prompt: int, key: str, tokens: list[str], reason: str
+    ) -> Generator[str, None, None]:
+        """Schedule, 'prefill', then yield tokens paced by --token-delay; counts as it goes."""
+        start = time.monotonic()
+        with self.lock:
+            self.waiting += 1
+        self.slots.acquire()
+        with self.lock:
+            self.waiting -= 1
+            self.running += 1
+            self.kv_tokens += prompt
+            self.prompt_tokens += prompt
+            if key in self.seen_prompts:
+                self.cached_prompt_tokens += prompt
+            self.seen_prompts.add(key)
+        made = 0
+        first = last = start
+        try:
+            for token in tokens:
+                if self.stop.wait(self.settings.token_delay_s):
+                    return
+                now = time.monotonic()
+                with self.lock:
+                    self.generation_tokens += 1
+                    self.kv_tokens += 1
+                    made += 1
+                    if made == 1:
+                        first = now
+                        self.ttft.observe(now - start)
+                    else:
+                        self.itl.observe(now - last)
+                last = now
+                yield token
+            with self.lock:
+                self.success[reason] = self.success.get(reason, 0) + 1
+                if made > 1:
+                    self.last_throughput = (made - 1) / max(last - first, 1e-6)
+        finally:
+            with self.lock:
+                self.running -= 1
+                self.kv_tokens -= prompt + made
+                self.e2e.observe(time.monotonic() - start)
+            self.slots.release()
+
+    # -- metrics ------------------------------------------------------------------------------
+
+    def metrics(self) -> str:
+        with self.lock:
+            if self.settings.personality == "vllm":
+                return self._vllm_metrics()
+            return self._sglang_metrics()
+
+    def _labels(self, extra: str = "") -> str:
+        name = self.settings.served_names[0].replace("\\", "\\\\").replace('"', '\\"')
+        engine = 'engine="0",' if self.settings.personality == "vllm" else ""
+        return "{" + engine + f'model_name="{name}"' + extra + "}"
+
+    def _metric(self, out: list[str], name: str, kind: str, help_: str, value: float) -> None:
+        created = time.time()
+        out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
+        if kind == "counter":
+            out.append(f"{name}_total{self._labels()} {float(value)}")
+            out.append(f"{name}_created{self._labels()} {created}")
+        else:
+            out.append(f"{name}{self._labels()} {float(value)}")
+
+    def _histogram(self, out: list[str], name: str, help_: str, hist: Histogram) -> None:
+        out += [f"# HELP {name} {help_}", f"# TYPE {name} histogram"]
+        bounds = [*(str(b) for b in BUCKETS), "+Inf"]
+        for bound, count in zip(bounds, [*hist.buckets, hist.count], strict=True):
+            labels = self._labels(',le="' + bound + '"')
+            out.append(f"{name}_bucket{labels} {float(count)}")
+        out.append(f"{name}_count{self._labels()} {float(hist.count)}")
+        out.append(f"{name}_sum{self._labels()} {hist.sum}")
+
+    def _vllm_metrics(self) -> str:
+        out: list[str] = []
+        gauge = "gauge"
+        self._metric(out, "vllm:num_requests_running", gauge, "Requests in batches.", self.running)
+        self._metric(out, "vllm:num_requests_waiting", gauge, "Requests waiting.", self.waiting)
+        usage = self.kv_usage()
+        if self.settings.metric_names in ("new", "both"):
+            self._metric(
+                out, "vllm:kv_cache_usage_perc", gauge, "KV-cache usage (1 = 100%).", usage
+            )
+        if self.settings.metric_names in ("old", "both"):
+            self._metric(out, "vllm:gpu_cache_usage_perc", gauge, "GPU KV-cache usage.", usage)
+        self._metric(out, "vllm:num_preemptions", "counter", "Preemptions.", 0)
+        self._metric(
+            out, "vllm:prompt_tokens", "counter", "Prefill tokens processed.", self.prompt_tokens
+        )
+        self._metric(
+            out,
+            "vllm:generation_tokens",
+            "counter",
+            "Generation tokens processed.",
+            self.generation_tokens,
+        )
+        out += [
+            "# HELP vllm:request_success_total Successfully processed requests.",
+            "# TYPE vllm:request_success_total counter",
+        ]
+        for reason in ("stop", "length", "abort"):
+            labels = self._labels(f',finished_reason="{reason}"')
+            out.append(f"vllm:request_success_total{labels} {float(self.success.get(reason, 0))}")
+        self._histogram(out, "vllm:time_to_first_token_seconds", "Time to first token.", self.ttft)
+        self._histogram(out, "vllm:inter_token_latency_seconds", "Inter-token latency.", self.itl)
+        self._histogram(
+            out, "vllm:e2e_request_latency_seconds", "End-to-end request latency.", self.e2e
+        )
+        return "\n".join(out) + "\n"
+
+    def _sglang_metrics(self) -> str:
+        out: list[str] = []
+        prompt, cached = self.prompt_tokens, self.cached_prompt_tokens
+        self._metric(out, "sglang:prompt_tokens", "counter", "Prefill tokens.", prompt)
+        self._metric(
+            out, "sglang:generation_tokens", "counter", "Generation tokens.", self.generation_tokens
+        )
+        self._metric(out, "sglang:num_running_reqs", "gauge", "Running requests.", self.running)
+        self._metric(out, "sglang:num_queue_reqs", "gauge", "Queued requests.", self.waiting)
+        self._metric(out, "sglang:token_usage", "gauge", "KV token usage.", self.kv_usage())
+        hit = cached / prompt if prompt else 0.0
+        self._metric(out, "sglang:cache_hit_rate", "gauge", "Prefix cache hit rate.", hit)
+        self._metric(
+            out, "sglang:gen_throughput", "gauge", "Generation tok/s.", self.last_throughput
+        )
+        self._histogram(
+            out, "sglang:time_to_first_token_seconds", "Time to first token.", self.ttft
+        )
+        self._histogram(out, "sglang:e2e_request_latency_seconds", "E2E latency.", self.e2e)
+        return "\n".join(out) + "\n"
+
+
+# -- request parsing --------------------------------------------------------------------------
+
+
+def _check(body: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    """`body[key]` if present and of `kind` (bools are not numbers), else a 400."""
+    value = body.get(key)
+    if value is None:
+        return None
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ApiError(400, f"1 validation error: '{key}' should be a valid {names}")
+    return value
+
+
+def _text(content: object) -> str:
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+@dataclass
+class Job:
+    """A validated request: who asked, the pretend prompt and reply, and how to stream."""
+
+    model: str
+    prompt: int
+    key: str
+    tokens: list[str]
+    reason: str
+    stream: bool
+    include_usage: bool
+    continuous_usage: bool
+
+    def usage(self, completion: int | None = None) -> dict[str, Any]:
+        done = len(self.tokens) if completion is None else completion
+        return {
+            "prompt_tokens": self.prompt,
+            "total_tokens": self.prompt + done,
+            "completion_tokens": done,
+            "prompt_tokens_details": None,
+        }
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes the OpenAI API shared by both engines; subclasses add their own endpoints."""
+
+    protocol_version = "HTTP/1.1"
+    engine: Engine
+    owned_by = "vllm"
+
+    # -- plumbing (as the Ollama stand-in, with FastAPI's 404/405) ------------------------------
+
+    def log_message(self, format: str, *args: object) -> None:
+        sys.stderr.write(f"INFO:     {self.address_string()} - {format % args}\n")
+
+    def send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def send_json(self, status: int, body: object) -> None:
+        self.send_bytes(status, json.dumps(body).encode(), "application/json")
+
+    def start_stream(self, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def event(self, payload: object) -> None:
+        self.chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def json_body(self, raw: bytes) -> dict[str, Any]:
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError(400, f"JSON decode error: {exc}") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "1 validation error: Input should be a valid dictionary")
+        return body
+
+    def routes(self, method: str) -> dict[str, Callable[[bytes], None]]:
+        raise NotImplementedError
+
+    def allowed(self, path: str) -> bool:
+        """Whether the request passes the API-key check (each engine guards its own paths)."""
+        key = self.engine.settings.api_key
+        return not key or self.headers.get("Authorization") == f"Bearer {key}"
+
+    def dispatch(self, method: str) -> None:
+        raw = self.read_body() if method == "POST" else b""
+        path = self.path.split("?", 1)[0]
+        if not self.allowed(path):
+            self.send_json(401, {"error": "Unauthorized"})
+            return
+        route = self.routes(method).get(path)
+        if route is None:
+            known = any(path in self.routes(m) for m in ("GET", "POST"))
+            if known:
+                self.send_json(405, {"detail": "Method Not Allowed"})
+            else:
+                self.send_json(404, {"detail": "Not Found"})
+            return
+        try:
+            route(raw)
+        except ApiError as exc:
+            error = {"message": exc.message, "type": exc.kind, "param": exc.param}
+            self.send_json(exc.status, {"error": error | {"code": exc.status}})
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        self.dispatch("GET")
+
+    def do_POST(self) -> None:
+        self.dispatch("POST")
+
+    def do_HEAD(self) -> None:
+        self.dispatch("GET")
+
+    def do_DELETE(self) -> None:
+        self.dispatch("DELETE")
+
+    # -- shared endpoints ---------------------------------------------------------------------
+
+    def metrics(self, raw: bytes) -> None:
+        text = self.engine.metrics().encode()
+        self.send_bytes(200, text, "text/plain; version=0.0.4; charset=utf-8")
+
+    def v1_models(self, raw: bytes) -> None:
+        settings = self.engine.settings
+        data = [
+            {
+                "id": name,
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": self.owned_by,
+                "root": settings.model,
+                "parent": None,
+                "max_model_len": settings.max_model_len,
+            }
+            for name in settings.served_names
+        ]
+        self.send_json(200, {"object": "list", "data": data})
+
+    def before_generate(self) -> None:
+        """Hook: wait, hang or refuse before generating (the engines differ)."""
+
+    def _job(self, body: dict[str, Any], prompt: int, key: str) -> Job:
+        settings = self.engine.settings
+        given = _check(body, "model", str)
+        if given and given not in settings.served_names:
+            raise ApiError(404, f"The model `{given}` does not exist.", "NotFoundError")
+        stream = _check(body, "stream", bool) is True
+        options = _check(body, "stream_options", dict)
+        if options is not None and not stream:
+            raise ApiError(400, "Stream options can only be defined when `stream=True`.")
+        options = options or {}
+        limit = _check(body, "max_completion_tokens", int)
+        if limit is None:
+            limit = _check(body, "max_tokens", int)
+        if limit is not None and limit < 1:
+            raise ApiError(400, f"max_tokens must be at least 1, got {limit}.")
+        n = _check(body, "n", int)
+        if n not in (None, 1):
+            raise ApiError(400, "n must be 1 (the stand-in serves one choice)")
+        for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+            _check(body, name, (int, float))
+        _check(body, "stop", (str, list))
+        ignore_eos = _check(body, "ignore_eos", bool) is True
+        room = settings.max_model_len - prompt
+        if limit is not None and limit > room:
+            raise ApiError(
+                400,
+                f"This model's maximum context length is {settings.max_model_len} tokens. "
+                f"However, you requested {prompt + limit} tokens ({prompt} in the messages, "
+                f"{limit} in the completion). Please reduce the length of the messages or "
+                "completion.",
+            )
+        natural = room if ignore_eos else NATURAL_LENGTH
+        count = min(natural, room) if limit is None else min(limit, natural)
+        reason = "length" if count < NATURAL_LENGTH or ignore_eos else "stop"
+        tokens = [("" if i == 0 else " ") + WORDS[i % len(WORDS)] for i in range(count)]
+        return Job(
+            model=given or settings.served_names[0],
+            prompt=prompt,
+            key=key,
+            tokens=tokens,
+            reason=reason,
+            stream=stream,
+            include_usage=_check(options, "include_usage", bool) is True,
+            continuous_usage=_check(options, "continuous_usage_stats", bool) is True,
+        )
+
+    def chat(self, raw: bytes) -> None:
+        body = self.json_body(raw)
+        messages = _check(body, "messages", list)
+        if not messages:
+            raise ApiError(400, "1 validation error: 'messages' field required, non-empty")
+        for message in messages:
+            if not isinstance(message, dict) or message.get("role") not in ROLES:
+                raise ApiError(400, f"1 validation error: invalid message {message!r}")
+            _check(message, "content", (str, list))
+        texts = [_text(m.get("content")) for m in messages]
+        job = self._job(body, prompt_tokens(texts), json.dumps(messages, sort_keys=True))
+        self.before_generate()
+        self.serve(job, chat=True)
+
+    def completions(self, raw: bytes) -> None:
+        body = self.json_body(raw)
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            count = len(prompt.split())
+        elif isinstance(prompt, list) and prompt and all(type(x) is int for x in prompt):
+            count = len(prompt)
+        else:
+            raise ApiError(400, "1 validation error: 'prompt' must be a string or token ids")
+        job = self._job(body, max(count, 1), json.dumps(prompt))
+        self.before_generate()
+        self.serve(job, chat=False)
+
+    def serve(self, job: Job, *, chat: bool) -> None:
+        kind = "chat.completion" if chat else "text_completion"
+        head = {
+            "id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": job.model,
+        }
+        tokens = self.engine.generate(job.prompt, job.key, job.tokens, job.reason)
+        if not job.stream:
+            text = "".join(tokens)
+            if chat:
+                message = {"role": "assistant", "content": text, "tool_calls": []}
+                choice: dict[str, Any] = {"index": 0, "message": message}
+            else:
+                choice = {"index": 0, "text": text}
+            choice |= {"logprobs": None, "finish_reason": job.reason, "stop_reason": None}
+            self.send_json(200, head | {"choices": [choice], "usage": job.usage()})
+            return
+        head["object"] = f"{kind}.chunk" if chat else kind
+        self.start_stream("text/event-stream; charset=utf-8")
+
+        def emit(index: int, choice: dict[str, Any]) -> None:
+            payload = head | {"choices": [{"index": 0, **choice, "logprobs": None}]}
+            if job.continuous_usage:
+                payload["usage"] = job.usage(index)
+            elif job.include_usage:
+                payload["usage"] = None
+            self.event(payload)
+
+        if chat:
+            emit(0, {"delta": {"role": "assistant", "content": ""}, "finish_reason": None})
+        with closing(tokens):
+            for i, token in enumerate(tokens, 1):
+                last = i == len(job.tokens)
+                piece = {"delta": {"content": token}} if chat else {"text": token}
+                emit(i, piece | {"finish_reason": job.reason if last else None})
+        if not job.tokens:
+            empty: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
+            emit(0, empty | {"finish_reason": job.reason})
+        if job.include_usage:
+            self.event(head | {"choices": [], "usage": job.usage()})
+        self.chunk(b"data: [DONE]\n\n")
+        self.end_stream()
+
+
+class VllmHandler(Handler):
+    """vLLM: the server binds only once loaded; /health 503 once the engine died."""
+
+    owned_by = "vllm"
+
+    def allowed(self, path: str) -> bool:
+        return not path.startswith("/v1") or super().allowed(path)
+
+    def routes(self, method: str) -> dict[str, Callable[[bytes], None]]:
+        if method == "GET":
+            return {
+                "/health": self.health,
+                "/ping": self.health,
+                "/version": self.version,
+                "/metrics": self.metrics,
+                "/v1/models": self.v1_models,
+            }
+        if method == "POST":
+            return {
+                "/v1/chat/completions": self.chat,
+                "/v1/completions": self.completions,
+                "/ping": self.health,
+            }
+        return {}
+
+    def health(self, raw: bytes) -> None:
+        self.send_bytes(503 if self.engine.dead() else 200, b"", "application/json")
+
+    def version(self, raw: bytes) -> None:
+        self.send_json(200, {"version": VLLM_VERSION})
+
+    def before_generate(self) -> None:
+        if self.engine.dead():
+            raise ApiError(
+                500,
+                "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+                "InternalServerError",
+            )
+
+
+class SglangHandler(Handler):
+    """SGLang: binds at once; /health is liveness only, /health_generate really generates."""
+
+    owned_by = "sglang"
+
+    def allowed(self, path: str) -> bool:
+        if path.startswith(("/health", "/metrics")):
+            return True
+        return super().allowed(path)
+
+    def routes(self, method: str) -> dict[str, Callable[[bytes], None]]:
+        if method == "GET":
+            routes: dict[str, Callable[[bytes], None]] = {
+                "/health": self.health,
+                "/health_generate": self.health_generate,
+                "/get_model_info": self.model_info,
+                "/model_info": self.model_info,
+                "/get_server_info": self.server_info,
+                "/server_info": self.server_info,
+                "/v1/models": self.v1_models,
+            }
+            if self.engine.settings.enable_metrics:
+                routes["/metrics"] = self.metrics
+            return routes
+        if method == "POST":
+            return {"/v1/chat/completions": self.chat, "/v1/completions": self.completions}
+        return {}
+
+    def health(self, raw: bytes) -> None:
+        self.send_bytes(200, b"", "application/json")
+
+    def _hang_if_wedged(self) -> bool:
+        """Wedged: hang up to --wedge-timeout (or until SIGTERM). True when it gave up."""
+        if not self.engine.wedged():
+            return False
+        self.engine.stop.wait(self.engine.settings.wedge_timeout_s)
+        return True
+
+    def health_generate(self, raw: bytes) -> None:
+        if not self.engine.ready() or self._hang_if_wedged():
+            self.send_bytes(503, b"", "application/json")
+            return
+        with closing(self.engine.generate(1, "health_generate", ["."], "length")) as tokens:
+            for _ in tokens:
+                pass
+        self.send_bytes(200, b"", "application/json")
+
+    def before_generate(self) -> None:
+        self.engine.wait_ready()  # requests queue while the model loads
+        if self._hang_if_wedged():
+            raise ApiError(503, "The server is not responding (wedged).", "ServiceUnavailable")
+
+    def model_info(self, raw: bytes) -> None:
+        model = self.engine.settings.model
+        self.send_json(
+            200,
+            {
+                "model_path": model,
+                "tokenizer_path": model,
+                "is_generation": True,
+                "preferred_sampling_params": None,
+                "weight_version": "default",
+            },
+        )
+
+    def server_info(self, raw: bytes) -> None:
+        settings = self.engine.settings
+        info = dict(settings.server_args)
+        info |= {
+            "version": SGLANG_VERSION,
+            "max_total_num_tokens": settings.max_model_len * KV_CAPACITY_PER_SEQ,
+            "internal_states": [{"last_gen_throughput": self.engine.last_throughput}],
+        }
+        self.send_json(200, info)
+
+
+def make_server(settings: Settings, ready_at: float) -> tuple[ThreadingHTTPServer, Engine]:
+    """Bind now (the caller chooses when: vLLM after loading, SGLang at once)."""
+    engine = Engine(settings, ready_at)
+    base = VllmHandler if settings.personality == "vllm" else SglangHandler
+    handler = type("BoundHandler", (base,), {"engine": engine})
+    server = ThreadingHTTPServer((settings.host, settings.port), handler)
+    server.daemon_threads = True
+    return server, engine
