@@ -1,0 +1,310 @@
+"""Start, list, stop engine instances, and find at daemon start the ones a dead daemon left."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+import httpx
+import psutil
+
+from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
+from roundhouse.core.engines.launch import build_launch
+from roundhouse.core.errors import NotFoundError
+from roundhouse.core.instances.records import InstanceRecord, RecordStore
+from roundhouse.core.supervise import ExitOutcome, RunningEngine, start_engine
+from roundhouse.core.supervise.process import REAP_TIMEOUT_S
+from roundhouse.core.supervise.readiness import ProgressCallback
+from roundhouse.core.supervise.supervisor import DEFAULT_READY_TIMEOUT_S
+
+log = logging.getLogger(__name__)
+
+OnLeftover = Literal["adopt", "reap"]
+
+# Linux derives a process's create time from the boot time, which the kernel recomputes
+# from the wall clock: a clock step moves it a little. The argv is compared as well, so a
+# reused pid must also match to within this and run the same command to pass as ours.
+CREATE_TIME_TOLERANCE_S = 1.0
+HEALTH_TIMEOUT_S = 5.0
+
+
+class InstanceState(StrEnum):
+    # Started by this daemon: its output is captured and its exit observed.
+    RUNNING = "running"
+    # Started by an earlier daemon that died: still serving, but its stdout went with that
+    # daemon (the pipe's read end is closed), so no log lines and no exit status reach us.
+    ADOPTED = "adopted"
+
+
+@dataclass
+class Instance:
+    record: InstanceRecord
+    state: InstanceState
+    # Only for RUNNING: the process we spawned, with its log and exit.
+    engine: RunningEngine | None = None
+    # Only for ADOPTED: the last health probe's answer (None: not probed yet).
+    healthy: bool | None = None
+    _process: psutil.Process | None = field(default=None, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def pid(self) -> int:
+        return self.record.pid
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What `recover` did with each record it found."""
+
+    adopted: tuple[Instance, ...] = ()
+    reaped: tuple[InstanceRecord, ...] = ()
+    # The pid is gone or belongs to another process now: only the record was dropped.
+    stale: tuple[InstanceRecord, ...] = ()
+
+
+class InstanceManager:
+    """The engine instances of one daemon, persisted in `state_dir`, logging into `log_dir`.
+
+    `on_leftover` says what `recover` does with engines an earlier daemon left running:
+    "adopt" keeps them serving, "reap" stops them.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        log_dir: Path,
+        *,
+        on_leftover: OnLeftover,
+        ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+    ) -> None:
+        if on_leftover not in ("adopt", "reap"):
+            raise ValueError(f"on_leftover must be 'adopt' or 'reap', not {on_leftover!r}")
+        self._store = RecordStore(state_dir)
+        self._log_dir = log_dir
+        self._on_leftover = on_leftover
+        self._ready_timeout_s = ready_timeout_s
+        self._instances: dict[str, Instance] = {}
+        self._save_lock = asyncio.Lock()
+
+    async def start(
+        self,
+        spec: EngineSpec,
+        detected: DetectedEngine,
+        params: LaunchParams,
+        *,
+        api_key: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Instance:
+        """Start an instance, wait until it serves, and record it before returning it.
+
+        Raises what `build_launch` and `start_engine` raise; nothing is left running then.
+        """
+        plan = build_launch(spec, detected, params, api_key=api_key)
+        instance_id = uuid.uuid4().hex[:12]
+        log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
+        running = await start_engine(
+            plan, log_path, ready_timeout_s=self._ready_timeout_s, on_progress=on_progress
+        )
+        process = running.process
+        record = InstanceRecord(
+            id=instance_id,
+            engine=plan.engine,
+            model=params.model,
+            host=plan.host,
+            port=plan.port,
+            pid=process.pid,
+            create_time=process.create_time,
+            argv=plan.argv,
+            log_path=str(log_path),
+            started_at=process.started_at,
+            base_url=plan.base_url,
+            probe_url=plan.probe_url,
+            ready_status=plan.readiness.ready_status,
+            stop_grace_s=plan.stop_grace_s,
+        )
+        instance = Instance(record, InstanceState.RUNNING, engine=running)
+        self._instances[instance_id] = instance
+        try:
+            await self._save()
+        except BaseException:
+            # An engine no record names would outlive a crash unseen: never run one.
+            self._instances.pop(instance_id, None)
+            with contextlib.suppress(Exception):
+                await process.stop()
+            raise
+        return instance
+
+    def list(self) -> list[Instance]:
+        return sorted(self._instances.values(), key=lambda i: i.record.started_at)
+
+    def get(self, instance_id: str) -> Instance:
+        try:
+            return self._instances[instance_id]
+        except KeyError:
+            raise NotFoundError(f"No running instance has the id {instance_id!r}.") from None
+
+    async def stop(self, instance_id: str, grace_s: float | None = None) -> ExitOutcome | None:
+        """Stop the instance (gracefully, then kill its tree) and drop its record.
+
+        Returns how it ended; None for an adopted one, whose exit status only its parent
+        (the dead daemon, now init) could read.
+        """
+        instance = self.get(instance_id)
+        grace = instance.record.stop_grace_s if grace_s is None else grace_s
+        outcome: ExitOutcome | None = None
+        if instance.engine is not None:
+            outcome = await instance.engine.process.stop(grace)
+        elif instance._process is not None:
+            await terminate_tree(instance._process, grace)
+        self._instances.pop(instance_id, None)
+        await self._save()
+        return outcome
+
+    async def stop_all(self, grace_s: float | None = None) -> None:
+        ids = list(self._instances)
+        results = await asyncio.gather(
+            *(self.stop(i, grace_s) for i in ids), return_exceptions=True
+        )
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
+
+    async def check_health(self, instance_id: str) -> bool:
+        """Whether the instance answers its readiness probe as ready now."""
+        instance = self.get(instance_id)
+        async with httpx.AsyncClient(trust_env=False) as http:
+            instance.healthy = await probe_health(instance.record, http)
+        return instance.healthy
+
+    async def recover(self) -> Recovery:
+        """At daemon start: adopt or reap the engines the records name; drop stale records.
+
+        A record names our engine only while its pid runs with the recorded create time
+        and argv; otherwise the pid ended or was reused, and only the record goes.
+        """
+        adopted: list[Instance] = []
+        reaped: list[InstanceRecord] = []
+        stale: list[InstanceRecord] = []
+        records = await asyncio.to_thread(self._store.load)
+        for record in records:
+            if record.id in self._instances:
+                continue
+            process = await asyncio.to_thread(find_process, record)
+            if process is None:
+                stale.append(record)
+            elif self._on_leftover == "reap":
+                log.info(
+                    "Stopping engine %s (pid %s) left by an earlier run", record.id, record.pid
+                )
+                await terminate_tree(process, record.stop_grace_s)
+                reaped.append(record)
+            else:
+                instance = Instance(record, InstanceState.ADOPTED, _process=process)
+                self._instances[record.id] = instance
+                adopted.append(instance)
+        if adopted:
+            async with httpx.AsyncClient(trust_env=False) as http:
+                healths = await asyncio.gather(*(probe_health(i.record, http) for i in adopted))
+            for instance, healthy in zip(adopted, healths, strict=True):
+                instance.healthy = healthy
+                if not healthy:
+                    log.warning(
+                        "Adopted engine %s (pid %s) does not answer %s as ready",
+                        instance.id,
+                        instance.pid,
+                        instance.record.probe_url,
+                    )
+        await self._save()
+        return Recovery(tuple(adopted), tuple(reaped), tuple(stale))
+
+    async def _save(self) -> None:
+        # One writer at a time, each writing what is current when it gets the lock.
+        async with self._save_lock:
+            records = [i.record for i in self.list()]
+            await asyncio.to_thread(self._store.save, records)
+
+
+def find_process(record: InstanceRecord) -> psutil.Process | None:
+    """The record's process if it still runs as the one we started, else None."""
+    if record.create_time is None:
+        return None
+    try:
+        process = psutil.Process(record.pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        if abs(process.create_time() - record.create_time) > CREATE_TIME_TOLERANCE_S:
+            return None
+        try:
+            cmdline = process.cmdline()
+        except psutil.AccessDenied:
+            # Some systems hide other users' command lines: the create time must do.
+            return process
+        return process if tuple(cmdline) == record.argv else None
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:
+        # It runs, but not as us: not an engine we started.
+        return None
+
+
+async def probe_health(record: InstanceRecord, http: httpx.AsyncClient) -> bool:
+    try:
+        response = await http.get(record.probe_url, timeout=HEALTH_TIMEOUT_S)
+    except httpx.HTTPError:
+        return False
+    return response.status_code == record.ready_status
+
+
+async def terminate_tree(process: psutil.Process, grace_s: float) -> None:
+    """Stop a process that is not our child, and all it started: gracefully, then kill.
+
+    We started it in its own session, so on POSIX its process group also reaches workers
+    that were reparented away from the tree.
+    """
+    try:
+        tree = [process, *process.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    group = _own_group(process)
+    if group is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+    for proc in tree:
+        # psutil refuses to signal a pid that was reused by another process.
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.terminate()
+    _, alive = await asyncio.to_thread(psutil.wait_procs, tree, grace_s)
+    if group is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.kill()
+    _, alive = await asyncio.to_thread(psutil.wait_procs, alive, REAP_TIMEOUT_S)
+    for proc in alive:
+        log.warning("Engine process %s did not end after SIGKILL", proc.pid)
+
+
+def _own_group(process: psutil.Process) -> int | None:
+    """The process's group when it leads one of its own (never ours), else None."""
+    if sys.platform == "win32":
+        return None
+    try:
+        group = os.getpgid(process.pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+    if group != process.pid or group == os.getpgrp() or not process.is_running():
+        return None
+    return group
