@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -163,3 +164,23 @@ def test_log_ring_is_bounded_and_secrets_never_reach_it(tmp_path: Path) -> None:
     log = (tmp_path / "e.log").read_text(encoding="utf-8")
     assert "sk-very-secret" not in log
     assert "line 0 100%" in log
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGPIPE is POSIX")
+def test_engine_survives_its_output_pipe_closing() -> None:
+    """What a daemon's death does to the engines it leaves for the next one to adopt."""
+    from roundhouse.core.supervise.process import _spawn
+
+    # A shell loop behaves like a native engine: SIGPIPE's default action would kill it.
+    loop = "while :; do echo log line; sleep 0.02; done"
+    plan = fake_plan("never_ready.py", free_port()).model_copy(update={"argv": ("sh", "-c", loop)})
+    popen = _spawn(plan)
+    try:
+        assert popen.stdout is not None
+        popen.stdout.readline()
+        popen.stdout.close()  # the reader is gone, as when the daemon is killed
+        time.sleep(0.5)
+        assert popen.poll() is None, f"the engine died with {popen.returncode}"
+    finally:
+        popen.kill()
+        popen.wait(timeout=10)

@@ -52,6 +52,11 @@ def _spawn(plan: LaunchPlan) -> subprocess.Popen[bytes]:
         stderr=subprocess.STDOUT,
         creationflags=flags,
         start_new_session=not windows,
+        # Python ignores SIGPIPE and, by default, restores it for children. Keeping it
+        # ignored means an engine whose daemon died (closing the read end of its output
+        # pipe) gets EPIPE on its next log line instead of being killed: an engine that a
+        # restarted daemon is to adopt must survive its first write.
+        restore_signals=False,
     )
 
 
