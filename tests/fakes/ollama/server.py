@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.http_plumbing import StandinHandler
 from tests.fakes.ollama.catalog import MEDIA_MODEL, TEMPLATE, blob_name, write_registry
 
 VERSION = "0.6.8"
@@ -345,10 +346,10 @@ def reply_tokens(options: dict[str, Any]) -> tuple[list[str], str]:
     return [("" if i == 0 else " ") + WORDS[i % len(WORDS)] for i in range(count)], reason
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(StandinHandler):
     """Routes Ollama's API; answers errors as `{"error": "..."}`."""
 
-    protocol_version = "HTTP/1.1"
+    json_content_type = "application/json; charset=utf-8"
     server_version = "ollama-standin"
     store: Store
     ready_at: float
@@ -362,31 +363,6 @@ class Handler(BaseHTTPRequestHandler):
         delay = self.ready_at - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-
-    def send_bytes(self, status: int, data: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def send_json(self, status: int, body: object) -> None:
-        self.send_bytes(status, json.dumps(body).encode(), "application/json; charset=utf-8")
-
-    def start_stream(self, content_type: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-    def chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def end_stream(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
 
     def body(self, struct: str) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)

@@ -15,9 +15,10 @@ import uuid
 from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.http_plumbing import StandinHandler
 from tests.fakes.ollama.server import NATURAL_LENGTH, WORDS, prompt_tokens
 
 VLLM_VERSION = "0.11.0"
@@ -296,10 +297,9 @@ class Job:
         }
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(StandinHandler):
     """Routes the OpenAI API shared by both engines; subclasses add their own endpoints."""
 
-    protocol_version = "HTTP/1.1"
     engine: Engine
     owned_by = "vllm"
 
@@ -308,33 +308,8 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"INFO:     {self.address_string()} - {format % args}\n")
 
-    def send_bytes(self, status: int, data: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def send_json(self, status: int, body: object) -> None:
-        self.send_bytes(status, json.dumps(body).encode(), "application/json")
-
-    def start_stream(self, content_type: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-    def chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
     def event(self, payload: object) -> None:
         self.chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
-
-    def end_stream(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
 
     def read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
