@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -13,6 +13,12 @@ from roundhouse.base.paths import HOME_ENV, Home, resolve_home
 
 # Only click and the paths load at start: `roundhouse` opening the app must paint its window
 # fast, so asyncio, the client (httpx, pydantic) and rich load in the commands that use them.
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.console import RenderableType
+
+    from roundhouse.client import DaemonClient
 
 T = TypeVar("T")
 
@@ -110,26 +116,36 @@ def stop(ctx: click.Context, as_json: bool) -> None:
         console.print(f"Stopped the daemon (pid {last.pid}).", highlight=False)
 
 
+def show_from_daemon(
+    ctx: click.Context,
+    as_json: bool,
+    fetch: Callable[[DaemonClient], Awaitable[BaseModel]],
+    render: Callable[[Any], RenderableType],
+) -> None:
+    """Fetch one answer from the daemon and print it as JSON or as `render` draws it."""
+    from roundhouse.cli.output import console, print_json
+    from roundhouse.client import DaemonClient
+
+    async def ask() -> BaseModel:
+        async with DaemonClient.for_home(home_of(ctx)) as client:
+            return await fetch(client)
+
+    answer = run_async(ask())
+    if as_json:
+        print_json(answer)
+    else:
+        console.print(render(answer))
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--refresh", is_flag=True, help="Look at the hardware again instead of the cache.")
 @click.pass_context
 def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     """List the CPU, RAM, GPUs and the engines that suit this machine."""
-    from roundhouse.cli.output import console, print_json
-    from roundhouse.client import DaemonClient
-
-    async def fetch() -> Any:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
-            return await client.hardware(refresh=refresh)
-
-    inventory = run_async(fetch())
-    if as_json:
-        print_json(inventory)
-        return
     from roundhouse.cli.hardware_view import inventory_view
 
-    console.print(inventory_view(inventory))
+    show_from_daemon(ctx, as_json, lambda c: c.hardware(refresh=refresh), inventory_view)
 
 
 @cli.command()
@@ -138,17 +154,6 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
 @click.pass_context
 def engines(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     """List the engines Roundhouse knows, which are installed here, and their versions."""
-    from roundhouse.cli.output import console, print_json
-    from roundhouse.client import DaemonClient
-
-    async def fetch() -> Any:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
-            return await client.engines(refresh=refresh)
-
-    overview = run_async(fetch())
-    if as_json:
-        print_json(overview)
-        return
     from roundhouse.cli.engines_view import engines_view
 
-    console.print(engines_view(overview))
+    show_from_daemon(ctx, as_json, lambda c: c.engines(refresh=refresh), engines_view)
