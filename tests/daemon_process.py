@@ -38,10 +38,14 @@ def serve_argv(root: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "roundhouse", "--home", str(root), "serve", "--port", "0", *extra]
 
 
-def start_daemon(root: Path, timeout: float = 30.0) -> DaemonProcess:
-    """Run `roundhouse serve` on a free port under `root` and wait until it serves."""
+def start_daemon(
+    root: Path, timeout: float = 30.0, env: dict[str, str] | None = None
+) -> DaemonProcess:
+    """Run `roundhouse serve` on a free port under `root` and wait until it serves.
+
+    `env` is added to this process's environment (e.g. a PATH that finds an engine)."""
     home = resolve_home(root)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     process = subprocess.Popen(
         serve_argv(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )

@@ -156,15 +156,16 @@ class FlashAttention(StrEnum):
     AUTO = "auto"
 
 
-class LaunchParams(_Frozen):
-    """What the user chose for one instance; each engine accepts a subset (others refused)."""
+class InstanceOptions(_Frozen):
+    """What the user chose for one instance; each engine accepts a subset (others refused).
+
+    Saved per model as presets; `LaunchParams` adds where the instance listens.
+    """
 
     model: str | None = Field(
         default=None, description="GGUF file, model folder, HF repo id or Ollama tag"
     )
     model_format: ModelFormat | None = Field(default=None, description="None: from the name")
-    host: str = "127.0.0.1"
-    port: int = Field(ge=1, le=65535)
     ctx_size: int | None = Field(default=None, ge=0)
     n_gpu_layers: int | Literal["auto", "all"] | None = None
     threads: int | None = Field(default=None, ge=1)
@@ -187,6 +188,13 @@ class LaunchParams(_Frozen):
     num_draft_tokens: int | None = Field(default=None, ge=1)
     # Ollama
     max_loaded_models: int | None = Field(default=None, ge=0)
+
+
+class LaunchParams(InstanceOptions):
+    """The options of one instance plus the address it listens on."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
 
 
 class LaunchPlan(_Frozen):

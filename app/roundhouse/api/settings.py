@@ -15,6 +15,13 @@ class QuitAction(StrEnum):
     LEAVE_SERVING = "leave-serving"
 
 
+class LeftoverAction(StrEnum):
+    # Keep serving them: a daemon that crashed or was killed must not cost a model reload.
+    ADOPT = "adopt"
+    # Stop them: nothing runs that this daemon did not start.
+    REAP = "reap"
+
+
 class DaemonSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -30,6 +37,16 @@ class EngineSettings(BaseModel):
     python_paths: list[str] = Field(
         default=[],
         description="Python interpreters to look in for mlx-lm, vLLM and SGLang",
+    )
+    on_leftover: LeftoverAction = Field(
+        default=LeftoverAction.ADOPT,
+        description="what a starting daemon does with engines an earlier one left running",
+    )
+    ready_timeout_s: float = Field(
+        default=600.0,
+        ge=5,
+        le=7200,
+        description="how long an engine may take to load its model before it is given up",
     )
 
 

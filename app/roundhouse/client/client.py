@@ -14,6 +14,14 @@ from pydantic import BaseModel, ValidationError
 from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAccepted
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory, HardwareSample, SampleHistory
+from roundhouse.api.instances import (
+    InstanceInfo,
+    InstanceList,
+    InstanceLogs,
+    Preset,
+    PresetList,
+    StartRequest,
+)
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.client.errors import ApiError, DaemonUnreachableError
@@ -23,6 +31,9 @@ M = TypeVar("M", bound=BaseModel)
 
 # Short: a live daemon answers in milliseconds, and a dead one must not freeze the caller.
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
+JSON = {"Content-Type": "application/json"}
+# Stopping waits for the engine's grace time, then kills and reaps its tree.
+STOP_TIMEOUT = httpx.Timeout(90.0, connect=2.0)
 
 
 @cache
@@ -63,7 +74,7 @@ class DaemonClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _request(self, method: str, path: str, model: type[M], **kwargs: Any) -> M:
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = await self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
@@ -72,6 +83,10 @@ class DaemonClient:
                 f"({type(exc).__name__}). Is it still running? Try `roundhouse status`."
             ) from exc
         _raise_for_problem(response)
+        return response
+
+    async def _request(self, method: str, path: str, model: type[M], **kwargs: Any) -> M:
+        response = await self._send(method, path, **kwargs)
         try:
             return model.model_validate_json(response.content)
         except ValidationError as exc:
@@ -94,7 +109,8 @@ class DaemonClient:
         return await self._request("GET", "/settings", Settings)
 
     async def put_settings(self, settings: Settings) -> Settings:
-        return await self._request("PUT", "/settings", Settings, content=settings.model_dump_json())
+        body = settings.model_dump_json()
+        return await self._request("PUT", "/settings", Settings, content=body, headers=JSON)
 
     async def hardware(self, refresh: bool = False) -> HardwareInventory:
         params = {"refresh": "true"} if refresh else {}
@@ -104,6 +120,47 @@ class DaemonClient:
         """The engine catalog and what was found on the daemon's machine."""
         params = {"refresh": "true"} if refresh else {}
         return await self._request("GET", "/engines", EnginesOverview, params=params)
+
+    async def instances(self) -> InstanceList:
+        return await self._request("GET", "/instances", InstanceList)
+
+    async def start_instance(self, request: StartRequest) -> InstanceInfo:
+        """Ask the daemon to start an engine; it answers at once with status "starting"."""
+        body = request.model_dump_json(exclude_defaults=True)
+        return await self._request("POST", "/instances", InstanceInfo, content=body, headers=JSON)
+
+    async def instance(self, instance_id: str) -> InstanceInfo:
+        return await self._request("GET", f"/instances/{instance_id}", InstanceInfo)
+
+    async def stop_instance(self, instance_id: str) -> InstanceInfo:
+        return await self._request(
+            "DELETE", f"/instances/{instance_id}", InstanceInfo, timeout=STOP_TIMEOUT
+        )
+
+    async def restart_instance(self, instance_id: str) -> InstanceInfo:
+        return await self._request(
+            "POST", f"/instances/{instance_id}/restart", InstanceInfo, timeout=STOP_TIMEOUT
+        )
+
+    async def instance_logs(
+        self, instance_id: str, since: int = 0, limit: int = 500
+    ) -> InstanceLogs:
+        params = {"since": str(since), "limit": str(limit)}
+        return await self._request(
+            "GET", f"/instances/{instance_id}/logs", InstanceLogs, params=params
+        )
+
+    async def presets(self, engine: str | None = None, model: str | None = None) -> PresetList:
+        params = {k: v for k, v in (("engine", engine), ("model", model)) if v is not None}
+        return await self._request("GET", "/presets", PresetList, params=params)
+
+    async def save_preset(self, preset: Preset) -> Preset:
+        body = preset.model_dump_json()
+        return await self._request("PUT", "/presets", Preset, content=body, headers=JSON)
+
+    async def delete_preset(self, engine: str, model: str, name: str = "default") -> None:
+        params = {"engine": engine, "model": model, "name": name}
+        await self._send("DELETE", "/presets", params=params)
 
     async def samples(self, since: float | None = None) -> SampleHistory:
         params = {"since": str(since)} if since is not None else {}

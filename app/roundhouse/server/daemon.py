@@ -19,10 +19,13 @@ from filelock import FileLock, Timeout
 from roundhouse import __version__
 from roundhouse.api.daemon import Discovery
 from roundhouse.api.discovery import read_discovery, write_discovery
-from roundhouse.api.engines import EnginesOverview
-from roundhouse.api.settings import Settings
+from roundhouse.api.engines import DetectedEngine, EngineId, EnginesOverview, EngineSpec
+from roundhouse.api.settings import LeftoverAction, Settings
 from roundhouse.base.paths import Home
-from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.errors import NotFoundError, RoundhouseError
+from roundhouse.core.instances.manager import InstanceManager
+from roundhouse.core.instances.presets import PresetStore
+from roundhouse.core.instances.service import EngineResolver, InstanceService
 from roundhouse.core.logs import configure_logging
 from roundhouse.core.ports import PortInUseError, bind_listener
 from roundhouse.core.sampler import Sampler
@@ -78,6 +81,37 @@ def engine_detector(home: Home) -> Callable[[Settings], EnginesOverview]:
         return EnginesOverview(catalog=catalog, detection=detection, detected_at=time.time())
 
     return detect
+
+
+def engine_resolver(services: DaemonServices) -> EngineResolver:
+    """Find the installed engine to start: detected once, detected again on a miss (it may
+    have been installed since)."""
+
+    async def resolve(engine: EngineId) -> tuple[EngineSpec, DetectedEngine]:
+        overview = await services.engines()
+        for refresh in (False, True):
+            if refresh:
+                overview = await services.engines(refresh=True)
+            found = [d for d in overview.detection.found if d.id == engine]
+            if found:
+                return overview.catalog.spec(engine), found[0]
+        why = next((m.why for m in overview.detection.missing if m.id == engine), "not found")
+        raise NotFoundError(
+            f"{engine.value} is not installed on this machine ({why}). Install it with "
+            f"`roundhouse engines install {engine.value}` or from the Engines page."
+        )
+
+    return resolve
+
+
+def instance_service(home: Home, settings: Settings, services: DaemonServices) -> InstanceService:
+    manager = InstanceManager(
+        home.state_dir,
+        home.log_dir / "engines",
+        on_leftover="reap" if settings.engines.on_leftover == LeftoverAction.REAP else "adopt",
+        ready_timeout_s=settings.engines.ready_timeout_s,
+    )
+    return InstanceService(manager, PresetStore(home.config_dir), engine_resolver(services))
 
 
 def default_hardware(home: Home, settings: Settings) -> HardwareSource:
@@ -211,9 +245,12 @@ async def _serve(
         lifespan="off",
     )
     server = _Server(config, on_exit=services.stopping.set)
+    services.instances = instances = instance_service(home, settings, services)
     sampler.start()
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
+    # Engines an earlier daemon left: adopted or stopped before any new one starts.
+    recovery = asyncio.create_task(instances.recover(), name="instance-recovery")
     discovery = Discovery(
         url=url,
         pid=os.getpid(),
@@ -230,6 +267,9 @@ async def _serve(
         await server.serve(sockets=[sock])
     finally:
         detection.cancel()
+        await recovery
+        # A daemon that stops takes its engines with it: nothing is left running unseen.
+        await instances.stop_all()
         await sampler.stop()
         await asyncio.to_thread(hardware.close)
         log.info("Daemon stopped after %.1f s", time.monotonic() - started)

@@ -12,6 +12,7 @@ from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
+from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.sampler import Sampler
 
 # Called with the settings in force, so a changed list of Pythons counts at the next refresh.
@@ -38,6 +39,8 @@ class DaemonServices:
     version: str
     request_shutdown: Callable[[], None]
     detect_engines: EngineDetector
+    # Set by the composition root once the services exist (it resolves engines through them).
+    instances: InstanceService | None = None
     started_at: float = field(default_factory=time.time)
     url: str = ""
     pid: int = 0
@@ -62,3 +65,8 @@ class DaemonServices:
             if self._engines is None or refresh:
                 self._engines = await asyncio.to_thread(self.detect_engines, self.settings)
             return self._engines
+
+    def instance_service(self) -> InstanceService:
+        if self.instances is None:
+            raise RuntimeError("the daemon was built without an instance service")
+        return self.instances

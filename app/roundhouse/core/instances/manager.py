@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -21,7 +22,7 @@ from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
 from roundhouse.core.engines.launch import build_launch
 from roundhouse.core.errors import NotFoundError
 from roundhouse.core.instances.records import InstanceRecord, RecordStore
-from roundhouse.core.supervise import ExitOutcome, RunningEngine, start_engine
+from roundhouse.core.supervise import EngineProcess, ExitOutcome, RunningEngine, start_engine
 from roundhouse.core.supervise.process import REAP_TIMEOUT_S
 from roundhouse.core.supervise.readiness import ProgressCallback
 from roundhouse.core.supervise.supervisor import DEFAULT_READY_TIMEOUT_S
@@ -106,16 +107,23 @@ class InstanceManager:
         *,
         api_key: str | None = None,
         on_progress: ProgressCallback | None = None,
+        instance_id: str | None = None,
+        on_spawn: Callable[[EngineProcess], None] | None = None,
     ) -> Instance:
         """Start an instance, wait until it serves, and record it before returning it.
 
+        `instance_id` keeps the id of an instance being restarted; None makes a new one.
         Raises what `build_launch` and `start_engine` raise; nothing is left running then.
         """
         plan = build_launch(spec, detected, params, api_key=api_key)
-        instance_id = uuid.uuid4().hex[:12]
+        instance_id = instance_id or new_instance_id()
         log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
         running = await start_engine(
-            plan, log_path, ready_timeout_s=self._ready_timeout_s, on_progress=on_progress
+            plan,
+            log_path,
+            ready_timeout_s=self._ready_timeout_s,
+            on_progress=on_progress,
+            on_spawn=on_spawn,
         )
         process = running.process
         record = InstanceRecord(
@@ -171,6 +179,11 @@ class InstanceManager:
         self._instances.pop(instance_id, None)
         await self._save()
         return outcome
+
+    async def forget(self, instance_id: str) -> None:
+        """Drop the record of an instance that ended on its own."""
+        if self._instances.pop(instance_id, None) is not None:
+            await self._save()
 
     async def stop_all(self, grace_s: float | None = None) -> None:
         ids = list(self._instances)
@@ -234,6 +247,10 @@ class InstanceManager:
         async with self._save_lock:
             records = [i.record for i in self.list()]
             await asyncio.to_thread(self._store.save, records)
+
+
+def new_instance_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 def find_process(record: InstanceRecord) -> psutil.Process | None:

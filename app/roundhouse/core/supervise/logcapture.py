@@ -37,6 +37,8 @@ class LogCapture:
         )
         self._handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
         self._closed = False
+        # Lines ever added: the sequence number of the newest line, for followers.
+        self._count = 0
 
     def add(self, line: str) -> None:
         for secret in self._secrets:
@@ -45,12 +47,28 @@ class LogCapture:
             if self._closed:
                 return
             self._ring.append(line)
+            self._count += 1
             # A record without args is written as-is: a % in engine output is no format.
             self._handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
 
     def tail(self, lines: int = 20) -> tuple[str, ...]:
         with self._lock:
             return tuple(self._ring)[-lines:] if lines > 0 else ()
+
+    def since(self, seq: int, limit: int = 500) -> tuple[list[str], int, bool]:
+        """Lines numbered after `seq` (at most `limit`, the oldest first), the number of the
+        last one returned, and whether lines after `seq` already left the ring."""
+        with self._lock:
+            first_kept = self._count - len(self._ring)
+            start = max(seq, first_kept)
+            truncated = seq < first_kept
+            lines = list(self._ring)[start - first_kept :][: max(limit, 0)]
+            return lines, start + len(lines), truncated
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return self._count
 
     def pump(self, stream: IO[bytes]) -> None:
         """Read `stream` to its end (blocking: run it in a thread), one line at a time."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,15 +55,20 @@ async def start_engine(
     poll_s: float = 0.1,
     on_progress: ProgressCallback | None = None,
     ring_lines: int = 500,
+    on_spawn: Callable[[EngineProcess], None] | None = None,
 ) -> RunningEngine:
     """Start `plan` and return it once it serves and is verified as ours.
 
     On any failure the process tree is stopped before the error is raised: PortTakenError
     (before launch), EngineExitedError (it ended; how, with its log), EngineNotReadyError
-    (timeout), EngineIdentityError (someone else answers on the port).
+    (timeout), EngineIdentityError (someone else answers on the port). `on_spawn` is
+    called with the process as soon as it runs.
     """
     ensure_port_free(plan.host, plan.port)
     process = await EngineProcess.spawn(plan, log_path, ring_lines=ring_lines)
+    if on_spawn is not None:
+        # The caller may show the output while the model loads.
+        on_spawn(process)
     # trust_env=False: a proxy from HTTP(S)_PROXY must never see loopback traffic.
     async with httpx.AsyncClient(trust_env=False) as http:
         try:

@@ -1,0 +1,119 @@
+"""Schemas of engine instances: start requests, their state, logs, and presets per model."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class InstanceOrigin(StrEnum):
+    # Started by this daemon: output captured, exit observed, restarted when transient.
+    STARTED = "started"
+    # Started by an earlier daemon that ended without stopping it; found alive and kept.
+    ADOPTED = "adopted"
+    # Found running on this machine, not started by Roundhouse: stopping it asks first.
+    EXTERNAL = "external"
+
+
+class InstanceStatus(StrEnum):
+    STARTING = "starting"
+    # The engine answers "alive, still loading the model".
+    LOADING = "loading"
+    READY = "ready"
+    # An adopted or external engine that does not answer its probe as ready.
+    UNHEALTHY = "unhealthy"
+    # It ended on its own with a transient failure; a restart is scheduled.
+    RESTARTING = "restarting"
+    STOPPING = "stopping"
+    # It failed to start, or ended and will not be restarted: see `last_exit` / `error`.
+    FAILED = "failed"
+
+
+ACTIVE_STATUSES = frozenset({InstanceStatus.STARTING, InstanceStatus.LOADING, InstanceStatus.READY})
+
+
+class StartRequest(_Frozen):
+    """`POST /api/v1/instances`: start `engine` with `options` (or a saved preset's)."""
+
+    engine: EngineId
+    options: InstanceOptions = InstanceOptions()
+    preset: str | None = Field(
+        default=None, description="name of a preset saved for this engine and model"
+    )
+    host: str = "127.0.0.1"
+    port: int | None = Field(default=None, ge=1, le=65535, description="None: a free port")
+
+
+class ExitInfo(_Frozen):
+    """How an instance ended, in words, with the engine's last log lines."""
+
+    kind: str
+    message: str
+    returncode: int | None = None
+    signal_name: str | None = None
+    transient: bool = False
+    by_us: bool = False
+    log_tail: list[str] = []
+
+
+class InstanceInfo(_Frozen):
+    id: str
+    engine: EngineId
+    model: str | None
+    origin: InstanceOrigin
+    status: InstanceStatus
+    host: str
+    port: int
+    url: str = Field(description="the engine's own root URL")
+    base_url: str = Field(description="the engine's OpenAI-compatible base, ending in /v1")
+    pid: int | None = None
+    started_at: float = Field(description="seconds since the Unix epoch")
+    ready_at: float | None = None
+    # While starting: seconds waited and the probe's last answer in words.
+    waited_s: float | None = None
+    probe_status: str | None = None
+    rss_bytes: int | None = Field(default=None, description="memory of the process tree")
+    restarts: int = 0
+    last_exit: ExitInfo | None = None
+    error: str | None = Field(default=None, description="why it failed, when it did")
+    models: list[str] = Field(default=[], description="model ids the engine serves")
+    options: InstanceOptions | None = Field(
+        default=None, description="what it was started with (None for adopted/external)"
+    )
+    argv: list[str] = []
+    log_path: str | None = None
+
+
+class InstanceList(_Frozen):
+    instances: list[InstanceInfo]
+
+
+class InstanceLogs(_Frozen):
+    """Lines of an instance's output after `since`; pass `next` as `since` to follow."""
+
+    id: str
+    lines: list[str]
+    next: int = Field(description="sequence number of the last line returned")
+    # Lines were dropped between `since` and the first line (the ring moved on).
+    truncated: bool = False
+    path: str | None = None
+
+
+class Preset(_Frozen):
+    """Named options saved for one model on one engine."""
+
+    engine: EngineId
+    model: str
+    name: str = Field(default="default", min_length=1, max_length=80)
+    options: InstanceOptions
+
+
+class PresetList(_Frozen):
+    presets: list[Preset]

@@ -1,0 +1,484 @@
+"""The daemon's instances as users see them: start in the background, watch, restart, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from roundhouse.api.engines import (
+    DetectedEngine,
+    EngineId,
+    EngineSpec,
+    InstanceOptions,
+    LaunchParams,
+)
+from roundhouse.api.instances import (
+    ExitInfo,
+    InstanceInfo,
+    InstanceLogs,
+    InstanceOrigin,
+    InstanceStatus,
+    StartRequest,
+)
+from roundhouse.core.engines.launch import build_launch
+from roundhouse.core.errors import ConflictError, NotFoundError, RoundhouseError
+from roundhouse.core.instances.manager import (
+    Instance,
+    InstanceManager,
+    new_instance_id,
+)
+from roundhouse.core.instances.presets import PresetStore
+from roundhouse.core.ports import bind_listener
+from roundhouse.core.supervise import (
+    EngineExitedError,
+    EngineNotReadyError,
+    EngineProcess,
+    ExitOutcome,
+    Phase,
+    Progress,
+    RestartPolicy,
+    ensure_port_free,
+)
+
+log = logging.getLogger(__name__)
+
+# Finds the installed engine for an id, or raises NotFoundError saying how to install it.
+EngineResolver = Callable[[EngineId], Awaitable[tuple[EngineSpec, DetectedEngine]]]
+
+# Failed instances stay listed (with why) until dismissed; only the latest few.
+MAX_FAILED_KEPT = 20
+HEALTH_INTERVAL_S = 10.0
+# LogCapture's file lines start with "2026-11-21 12:53:12,123 ".
+_FILE_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+
+
+@dataclass
+class _Entry:
+    id: str
+    engine: EngineId
+    origin: InstanceOrigin
+    status: InstanceStatus
+    host: str
+    port: int
+    base_url: str
+    started_at: float
+    options: InstanceOptions | None = None
+    spec: EngineSpec | None = None
+    detected: DetectedEngine | None = None
+    model: str | None = None
+    pid: int | None = None
+    argv: tuple[str, ...] = ()
+    log_path: str | None = None
+    ready_at: float | None = None
+    progress: Progress | None = None
+    restarts: int = 0
+    last_exit: ExitOutcome | None = None
+    error: str | None = None
+    models: tuple[str, ...] = ()
+    process: EngineProcess | None = None
+    instance: Instance | None = None
+    task: asyncio.Task[None] | None = None
+    policy: RestartPolicy = field(default_factory=RestartPolicy)
+    ended_at: float = 0.0
+
+
+class InstanceService:
+    """Every instance the daemon knows: started, starting, adopted, and recently failed."""
+
+    def __init__(
+        self,
+        manager: InstanceManager,
+        presets: PresetStore,
+        resolve: EngineResolver,
+        *,
+        restart_policy: Callable[[], RestartPolicy] = RestartPolicy,
+    ) -> None:
+        self._manager = manager
+        self.presets = presets
+        self._resolve = resolve
+        self._new_policy = restart_policy
+        self._entries: dict[str, _Entry] = {}
+        self._recovered = asyncio.Event()
+        self._health_task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    # -- start --------------------------------------------------------------------------
+
+    async def start(self, request: StartRequest) -> InstanceInfo:
+        """Check the request, then start the engine in the background; it is listed at once.
+
+        Raises at once what can be known before launch: an engine that is not installed,
+        options it refuses, a taken port. The rest shows in the instance's status.
+        """
+        await self._recovered.wait()
+        if self._closing:
+            raise ConflictError("The daemon is stopping; start the engine after it restarts.")
+        options = self._options(request)
+        spec, detected = await self._resolve(request.engine)
+        port = request.port or _free_port(request.host)
+        params = LaunchParams(**options.model_dump(), host=request.host, port=port)
+        plan = build_launch(spec, detected, params)
+        await asyncio.to_thread(ensure_port_free, request.host, port)
+        entry = _Entry(
+            id=new_instance_id(),
+            engine=request.engine,
+            origin=InstanceOrigin.STARTED,
+            status=InstanceStatus.STARTING,
+            host=request.host,
+            port=port,
+            base_url=plan.base_url,
+            started_at=time.time(),
+            options=options,
+            spec=spec,
+            detected=detected,
+            model=options.model,
+            argv=plan.argv,
+            policy=self._new_policy(),
+        )
+        self._entries[entry.id] = entry
+        # The user's own port is kept on restarts; a free one is chosen again if it was ours.
+        entry.task = asyncio.create_task(
+            self._run(entry, fixed_port=request.port is not None), name=f"instance-{entry.id}"
+        )
+        return self.info(entry.id)
+
+    def _options(self, request: StartRequest) -> InstanceOptions:
+        if request.preset is None:
+            return request.options
+        if request.options.model is None:
+            raise NotFoundError("A preset belongs to a model: give the model with the preset.")
+        preset = self.presets.get(request.engine, request.options.model, request.preset)
+        return preset.options.model_copy(update={"model": request.options.model})
+
+    async def _run(self, entry: _Entry, *, fixed_port: bool) -> None:
+        """Start, wait for the end, restart transient failures; the entry's life in a task."""
+        assert entry.spec is not None and entry.detected is not None
+        assert entry.options is not None
+        while True:
+            entry.status = InstanceStatus.STARTING
+            entry.progress = None
+            params = LaunchParams(**entry.options.model_dump(), host=entry.host, port=entry.port)
+            try:
+                instance = await self._manager.start(
+                    entry.spec,
+                    entry.detected,
+                    params,
+                    instance_id=entry.id,
+                    on_progress=lambda p: _on_progress(entry, p),
+                    on_spawn=lambda p: _on_spawn(entry, p),
+                )
+            except EngineExitedError as exc:
+                outcome = exc.outcome
+            except EngineNotReadyError as exc:
+                self._fail(entry, exc.detail)
+                return
+            except RoundhouseError as exc:
+                self._fail(entry, exc.detail)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bug must show as a failed instance, not vanish
+                log.exception("Starting instance %s failed", entry.id)
+                self._fail(entry, f"Roundhouse could not start the engine: {exc}")
+                return
+            else:
+                entry.instance = instance
+                entry.status = InstanceStatus.READY
+                entry.ready_at = time.time()
+                entry.models = instance.engine.identity.model_ids if instance.engine else ()
+                assert instance.engine is not None
+                outcome = await instance.engine.process.wait()
+                entry.instance = None
+                if outcome.by_us:
+                    return
+                await self._manager.forget(entry.id)
+            entry.last_exit = outcome
+            decision = entry.policy.decide(outcome)
+            log.warning(
+                "Instance %s (%s) ended: %s; %s",
+                entry.id,
+                entry.engine.value,
+                outcome.message,
+                decision.reason,
+            )
+            if not decision.restart or self._closing:
+                self._fail(entry, f"The engine {outcome.message}.")
+                return
+            entry.status = InstanceStatus.RESTARTING
+            entry.restarts += 1
+            await asyncio.sleep(decision.delay_s)
+            if not fixed_port:
+                entry.port = _free_port(entry.host)
+
+    def _fail(self, entry: _Entry, why: str) -> None:
+        entry.status = InstanceStatus.FAILED
+        entry.error = why
+        entry.ended_at = time.time()
+        entry.pid = None
+        failed = [e for e in self._entries.values() if e.status == InstanceStatus.FAILED]
+        failed.sort(key=lambda e: e.ended_at)
+        for old in failed[:-MAX_FAILED_KEPT]:
+            self._entries.pop(old.id, None)
+
+    # -- look ---------------------------------------------------------------------------
+
+    def list(self) -> list[InstanceInfo]:
+        entries = sorted(self._entries.values(), key=lambda e: e.started_at)
+        return [self.info(e.id) for e in entries]
+
+    def info(self, instance_id: str) -> InstanceInfo:
+        entry = self._entry(instance_id)
+        self._check_adopted_alive(entry)
+        progress = entry.progress
+        last_exit = entry.last_exit
+        return InstanceInfo(
+            id=entry.id,
+            engine=entry.engine,
+            model=entry.model,
+            origin=entry.origin,
+            status=entry.status,
+            host=entry.host,
+            port=entry.port,
+            url=entry.base_url,
+            base_url=entry.base_url.rstrip("/") + "/v1",
+            pid=entry.pid,
+            started_at=entry.started_at,
+            ready_at=entry.ready_at,
+            waited_s=round(progress.elapsed_s, 1) if progress else None,
+            probe_status=progress.last_status if progress else None,
+            rss_bytes=_tree_rss(entry.pid) if entry.status != InstanceStatus.FAILED else None,
+            restarts=entry.restarts,
+            last_exit=_exit_info(last_exit) if last_exit else None,
+            error=entry.error,
+            models=list(entry.models),
+            options=entry.options,
+            argv=list(entry.argv),
+            log_path=entry.log_path,
+        )
+
+    def logs(self, instance_id: str, since: int = 0, limit: int = 500) -> InstanceLogs:
+        """Output lines numbered after `since`: from memory, or from the log file for an
+        instance an earlier daemon started (its output stopped reaching us then)."""
+        entry = self._entry(instance_id)
+        if entry.process is not None:
+            lines, last, truncated = entry.process.log.since(since, limit)
+            return InstanceLogs(
+                id=entry.id, lines=lines, next=last, truncated=truncated, path=entry.log_path
+            )
+        lines = _read_log_file(entry.log_path)
+        chosen = lines[since : since + max(limit, 0)]
+        return InstanceLogs(
+            id=entry.id, lines=chosen, next=since + len(chosen), path=entry.log_path
+        )
+
+    def running_pids(self) -> set[int]:
+        return {e.pid for e in self._entries.values() if e.pid is not None}
+
+    def _entry(self, instance_id: str) -> _Entry:
+        try:
+            return self._entries[instance_id]
+        except KeyError:
+            raise NotFoundError(
+                f"No instance has the id {instance_id!r}. List them with `roundhouse engines ps`."
+            ) from None
+
+    def _check_adopted_alive(self, entry: _Entry) -> None:
+        if entry.origin != InstanceOrigin.ADOPTED or entry.status == InstanceStatus.FAILED:
+            return
+        if entry.pid is None or not _running(entry.pid):
+            self._fail(
+                entry,
+                "The engine ended. An earlier Roundhouse daemon started it, so how it "
+                "ended is unknown; its log file may say.",
+            )
+
+    # -- stop ---------------------------------------------------------------------------
+
+    async def stop(self, instance_id: str) -> InstanceInfo:
+        """Stop the instance (gracefully, then its whole tree) and forget it.
+
+        A failed one is only dismissed. Returns its last state, with how it ended.
+        """
+        entry = self._entry(instance_id)
+        if entry.status != InstanceStatus.FAILED:
+            await self._stop_entry(entry)
+        info = self.info(instance_id)
+        self._entries.pop(instance_id, None)
+        return info.model_copy(update={"rss_bytes": None})
+
+    async def restart(self, instance_id: str) -> InstanceInfo:
+        """Stop it if it runs, then start it again with the same options and id."""
+        entry = self._entry(instance_id)
+        if entry.options is None or entry.spec is None:
+            raise ConflictError(
+                "Roundhouse did not start this instance in this run, so it does not know its "
+                "options: stop it and start it again."
+            )
+        if entry.status != InstanceStatus.FAILED:
+            await self._stop_entry(entry)
+        entry.error = None
+        entry.last_exit = None
+        entry.ready_at = None
+        entry.policy.reset()
+        entry.started_at = time.time()
+        entry.task = asyncio.create_task(
+            self._run(entry, fixed_port=True), name=f"instance-{entry.id}"
+        )
+        return self.info(instance_id)
+
+    async def _stop_entry(self, entry: _Entry) -> None:
+        entry.status = InstanceStatus.STOPPING
+        task, entry.task = entry.task, None
+        if task is not None and not task.done() and entry.instance is None:
+            # Still starting (or waiting to restart): start_engine stops what it spawned.
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        with contextlib.suppress(NotFoundError):
+            outcome = await self._manager.stop(entry.id)
+            if outcome is not None:
+                entry.last_exit = outcome
+        if task is not None and not task.done():
+            await task
+        if entry.process is not None and entry.last_exit is None:
+            entry.last_exit = entry.process.outcome()
+        entry.pid = None
+
+    async def stop_all(self) -> None:
+        """Stop every instance; the daemon calls it when it stops."""
+        self._closing = True
+        if self._health_task is not None:
+            self._health_task.cancel()
+        entries = [e for e in self._entries.values() if e.status != InstanceStatus.FAILED]
+        results = await asyncio.gather(
+            *(self._stop_entry(e) for e in entries), return_exceptions=True
+        )
+        for entry, result in zip(entries, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("Stopping instance %s failed: %s", entry.id, result)
+        # Whatever the manager still holds (adopted ones not in entries): stop too.
+        await self._manager.stop_all()
+
+    # -- recover ------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """Adopt or reap what an earlier daemon left, as the settings say; then accept starts."""
+        try:
+            recovery = await self._manager.recover()
+            for instance in recovery.adopted:
+                record = instance.record
+                healthy = instance.healthy is not False
+                self._entries[record.id] = _Entry(
+                    id=record.id,
+                    engine=record.engine,
+                    origin=InstanceOrigin.ADOPTED,
+                    status=InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY,
+                    host=record.host,
+                    port=record.port,
+                    base_url=record.base_url,
+                    started_at=record.started_at,
+                    model=record.model,
+                    pid=record.pid,
+                    argv=record.argv,
+                    log_path=record.log_path,
+                    instance=instance,
+                )
+            if recovery.adopted or recovery.reaped:
+                log.info(
+                    "Engines left by an earlier daemon: %d adopted, %d stopped",
+                    len(recovery.adopted),
+                    len(recovery.reaped),
+                )
+        except Exception:
+            log.exception("Recovering the engines of an earlier daemon failed")
+        finally:
+            self._recovered.set()
+        if any(e.origin == InstanceOrigin.ADOPTED for e in self._entries.values()):
+            self._health_task = asyncio.create_task(self._watch_health(), name="adopted-health")
+
+    async def _watch_health(self) -> None:
+        """Adopted engines send no exit to us: probe them now and then."""
+        while not self._closing:
+            await asyncio.sleep(HEALTH_INTERVAL_S)
+            for entry in list(self._entries.values()):
+                if entry.origin != InstanceOrigin.ADOPTED:
+                    continue
+                self._check_adopted_alive(entry)
+                if entry.status in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
+                    with contextlib.suppress(NotFoundError):
+                        healthy = await self._manager.check_health(entry.id)
+                        entry.status = InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
+
+
+def _on_progress(entry: _Entry, progress: Progress) -> None:
+    entry.progress = progress
+    if progress.phase == Phase.LOADING and entry.status == InstanceStatus.STARTING:
+        entry.status = InstanceStatus.LOADING
+
+
+def _on_spawn(entry: _Entry, process: EngineProcess) -> None:
+    entry.process = process
+    entry.pid = process.pid
+    entry.log_path = str(process.log.path)
+
+
+def _free_port(host: str) -> int:
+    listener = bind_listener(host, 0)
+    try:
+        port: int = listener.getsockname()[1]
+        return port
+    finally:
+        listener.close()
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _tree_rss(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        root = psutil.Process(pid)
+        total = root.memory_info().rss
+        for child in root.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+        return int(total)
+    except psutil.Error:
+        return None
+
+
+def _exit_info(outcome: ExitOutcome) -> ExitInfo:
+    return ExitInfo(
+        kind=outcome.kind.value,
+        message=outcome.message,
+        returncode=outcome.returncode,
+        signal_name=outcome.signal_name,
+        transient=outcome.transient,
+        by_us=outcome.by_us,
+        log_tail=list(outcome.log_tail),
+    )
+
+
+def _read_log_file(path: str | None, keep: int = 2000) -> list[str]:
+    if path is None:
+        return []
+    try:
+        with Path(path).open(encoding="utf-8", errors="replace") as handle:
+            tail = deque(handle, maxlen=keep)
+    except OSError:
+        return []
+    return [_FILE_STAMP.sub("", line.rstrip("\r\n"), count=1) for line in tail]
