@@ -60,7 +60,7 @@ def test_cli_engines_table_and_json(daemon_with_llama_server: DaemonProcess) -> 
     assert root is not None
     base = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines"]
     env = {**os.environ, "COLUMNS": "200"}
-    as_json = subprocess.run([*base, "--json"], capture_output=True, text=True, env=env)
+    as_json = subprocess.run([*base, "list", "--json"], capture_output=True, text=True, env=env)
     assert as_json.returncode == 0, as_json.stderr
     found = json.loads(as_json.stdout)["detection"]["found"]
     assert any(e["id"] == "llama.cpp" for e in found)

@@ -1,14 +1,17 @@
-"""Pytest fixtures for tests that run a real llama.cpp llama-server on a tiny model."""
+"""Pytest fixtures for tests that run a real llama-server or mlx_lm.server on a tiny model."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
 from tests.engines.llama_server import CACHE_KEY, ENV_BINARY, binary_runs, find_llama_server
+from tests.fixtures.models.tiny_hf import write_tiny_hf_hub_cache, write_tiny_hf_model
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
 
 BUILD_HINT = "run .ci/build-llama-server (about 10 min once, then cached)"
@@ -44,3 +47,52 @@ def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("models") / "модели 模型 tiny"
     folder.mkdir()
     return write_tiny_llama_gguf(folder / "tiny.gguf", seed=0)
+
+
+# --- MLX: a real mlx_lm.server (mlx[cpu] on Linux) on the same tiny model in HF layout ---
+
+ENV_MLX_PYTHON = "ROUNDHOUSE_MLX_PYTHON"
+MLX_HINT = 'install the dev extra (.ci/setup: "mlx[cpu]" and mlx-lm)'
+# Imports the server and runs one op on the default device: mlx-lm without mlx-cpu (no
+# backend) or a CPU the wheel was not built for fails here, not in the middle of a test.
+_MLX_CHECK = (
+    "import mlx.core as mx, mlx_lm, mlx_lm.server; "
+    "assert (mx.array([1.0]) * 2).item() == 2.0; print(mx.default_device())"
+)
+
+
+def _mlx_missing(reason: str) -> NoReturn:
+    message = f"{reason}: {MLX_HINT}, or set {ENV_MLX_PYTHON} to a Python that has them"
+    if running_in_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def mlx_python() -> str:
+    """An interpreter where `python -m mlx_lm.server` runs (ROUNDHOUSE_MLX_PYTHON or ours)."""
+    python = os.environ.get(ENV_MLX_PYTHON) or sys.executable
+    try:
+        done = subprocess.run(
+            [python, "-c", _MLX_CHECK], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _mlx_missing(f"{python} did not run: {exc}")
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        _mlx_missing(f"mlx / mlx-lm do not work in {python} ({last})")
+    return python
+
+
+@pytest.fixture(scope="session")
+def tiny_hf_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Llama as a Hugging Face folder, in a folder named in Cyrillic, CJK, a space."""
+    return write_tiny_hf_model(tmp_path_factory.mktemp("hf") / "модели 模型 tiny", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_hf_hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An HF_HUB_CACHE folder holding the tiny Llama as the repo `roundhouse/tiny-llama`."""
+    cache = tmp_path_factory.mktemp("hub cache 缓存")
+    write_tiny_hf_hub_cache(cache, "roundhouse/tiny-llama", seed=0)
+    return cache

@@ -19,7 +19,7 @@ class EngineId(StrEnum):
     VLLM = "vllm"
     SGLANG = "sglang"
     # A server Roundhouse attaches to but does not run (LM Studio, Jan, a remote machine).
-    OPENAI_COMPATIBLE = "openai-compatible"
+    OPENAI_COMPATIBLE = "openai"
 
 
 class ModelFormat(StrEnum):
@@ -76,6 +76,23 @@ class InstallPlace(_Frozen):
     label: str
 
 
+class InstallerLink(_Frozen):
+    """Where a person downloads an engine's own installer for one OS."""
+
+    os: Literal["Darwin", "Linux", "Windows"]
+    url: str
+    label: str
+
+
+class PipRequirement(_Frozen):
+    """One requirement `pip install` gets when Roundhouse makes the engine's environment."""
+
+    spec: str = Field(description='as pip takes it: "mlx-lm", "mlx[cpu]"')
+    os: Literal["Darwin", "Linux", "Windows"] | None = Field(
+        default=None, description="only on this OS"
+    )
+
+
 class EngineSpec(_Frozen):
     """One catalog entry: what the supervisor, detection and launch builders need to know."""
 
@@ -103,6 +120,12 @@ class EngineSpec(_Frozen):
     install_places: list[InstallPlace] = []
     managed_subdir: str | None = Field(
         default=None, description="folder under Roundhouse's engines dir holding <version>/"
+    )
+    installers: list[InstallerLink] = Field(
+        default=[], description="the engine's own installers, for engines Roundhouse cannot install"
+    )
+    pip_requirements: list[PipRequirement] = Field(
+        default=[], description="what a managed environment gets; empty: python_package alone"
     )
     notes: list[str] = []
 
@@ -143,6 +166,7 @@ class MissingEngine(_Frozen):
     id: EngineId
     why: str
     looked_in: list[str] = []
+    install_hint: str | None = Field(default=None, description="how to get it, in words")
 
 
 class EngineDetection(_Frozen):

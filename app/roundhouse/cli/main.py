@@ -148,12 +148,6 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     show_from_daemon(ctx, as_json, lambda c: c.hardware(refresh=refresh), inventory_view)
 
 
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--refresh", is_flag=True, help="Look for engines again instead of the cache.")
-@click.pass_context
-def engines(ctx: click.Context, as_json: bool, refresh: bool) -> None:
-    """List the engines Roundhouse knows, which are installed here, and their versions."""
-    from roundhouse.cli.engines_view import engines_view
+from roundhouse.cli.engines_commands import engines  # noqa: E402  (after `cli` on purpose)
 
-    show_from_daemon(ctx, as_json, lambda c: c.engines(refresh=refresh), engines_view)
+cli.add_command(engines)

@@ -115,7 +115,7 @@ def test_a_missing_engine_is_named(tmp_path: Path) -> None:
     data = tomllib.loads(catalog_file().read_text(encoding="utf-8"))
     text = catalog_file().read_text(encoding="utf-8")
     start = text.index('[[engine]]\nid = "sglang"')
-    end = text.index('[[engine]]\nid = "openai-compatible"')
+    end = text.index('[[engine]]\nid = "openai"')
     assert len(data["engine"]) == 6
     with pytest.raises(CatalogError, match="lacks engines: sglang"):
         load_catalog(_write(tmp_path, text[:start] + text[end:]))

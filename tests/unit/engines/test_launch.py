@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -166,6 +168,25 @@ def test_mlx_hub_repo_stays_online() -> None:
         "mlx-community/Qwen2.5-0.5B-Instruct-4bit",
     )
     assert plan.env == {}
+    # /v1/models lists a cached repo only when it has model.safetensors.index.json.
+    assert plan.expected_model_id is None
+
+
+def test_mlx_expects_the_folder_as_the_server_lists_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mlx_lm.server lists Path(model).resolve(): absolute, links followed, no trailing /.
+    real = tmp_path / "модели" / "tiny"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(tmp_path)
+    spec = catalog().spec(EngineId.MLX)
+    for given in ("./link/", str(tmp_path / "link"), "./модели/tiny"):
+        params = LaunchParams(model=given, port=41005)
+        plan = build_launch(spec, found(EngineId.MLX, "/usr/bin/mlx_lm.server"), params)
+        assert plan.argv[1:3] == ("--model", given)
+        assert plan.expected_model_id == str(real.resolve())
+        assert plan.env == {"HF_HUB_OFFLINE": "1"}
 
 
 def test_vllm_serve_every_choice() -> None:

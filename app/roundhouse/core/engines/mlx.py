@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
     Extras,
     check_params,
     command,
     hub_env,
+    is_local_path,
     no_api_key,
     opt,
     plan,
@@ -63,6 +66,20 @@ def build(
         params,
         argv,
         hub_env(models, extras),
-        expected_model_id=model,
+        expected_model_id=listed_model_id(model),
         metrics=False,
     )
+
+
+def listed_model_id(model: str) -> str | None:
+    """The id GET /v1/models will list for `model`, when it surely lists one.
+
+    A local folder is listed as `Path(model).resolve()`: absolute, links followed (macOS's
+    /tmp is /private/tmp), no trailing slash. A Hub repo id is listed only when its cached
+    "main" snapshot holds config.json, model.safetensors.index.json and
+    tokenizer_config.json: single-file repos (most non-MLX ones) and other revisions are
+    not, so no id is expected and the identity check rests on the port's owner.
+    """
+    if is_local_path(model):
+        return os.path.realpath(model)
+    return None

@@ -1,0 +1,378 @@
+"""`roundhouse engines ...`: list engines, start, watch, stop and read the logs of instances."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Literal
+
+import click
+
+if TYPE_CHECKING:
+    from roundhouse.api.instances import InstanceInfo
+    from roundhouse.client import DaemonClient
+
+ENGINE_IDS = ("llama.cpp", "ollama", "mlx", "vllm", "sglang")
+POLL_S = 0.25
+
+
+def _home(ctx: click.Context) -> Any:
+    from roundhouse.cli.main import home_of
+
+    return home_of(ctx)
+
+
+def _run(coro: Any) -> Any:
+    from roundhouse.cli.main import run_async
+
+    return run_async(coro)
+
+
+def _client(ctx: click.Context) -> DaemonClient:
+    from roundhouse.client import DaemonClient
+
+    return DaemonClient.for_home(_home(ctx))
+
+
+@click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="With no command: print JSON.")
+@click.option("--refresh", is_flag=True, help="With no command: look for engines again.")
+@click.pass_context
+def engines(ctx: click.Context, as_json: bool, refresh: bool) -> None:
+    """Engines and their instances. With no command: the engines found here (as `list`)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_engines, as_json=as_json, refresh=refresh)
+
+
+@engines.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--refresh", is_flag=True, help="Look for engines again instead of the cache.")
+@click.pass_context
+def list_engines(ctx: click.Context, as_json: bool = False, refresh: bool = False) -> None:
+    """List the engines Roundhouse knows, which are installed here, and their versions."""
+    from roundhouse.cli.engines_view import engines_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.engines(refresh=refresh), engines_view)
+
+
+@engines.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def ps(ctx: click.Context, as_json: bool) -> None:
+    """List running instances: id, engine, model, status, address, uptime, memory."""
+    from roundhouse.cli.instances_view import instances_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.instances(), instances_view)
+
+
+def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
+    if value is None:
+        return None
+    if value == "auto":
+        return "auto"
+    if value == "all":
+        return "all"
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter("give a number of layers, 'auto' or 'all'") from None
+
+
+@engines.command()
+@click.argument("engine", type=click.Choice(ENGINE_IDS))
+@click.option("--model", "-m", help="GGUF file, model folder, Hugging Face repo id or Ollama tag.")
+@click.option("--preset", help="Start with the options saved under this name for the model.")
+@click.option("--save-preset", metavar="NAME", help="Save these options for the model as NAME.")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (default: a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--ctx-size", "-c", type=click.IntRange(0), help="Context size in tokens.")
+@click.option("--gpu-layers", "-ngl", help="Layers on the GPU: a number, 'auto' or 'all'.")
+@click.option("--threads", "-t", type=click.IntRange(1), help="CPU threads.")
+@click.option("--parallel", "-np", type=click.IntRange(1), help="Parallel request slots.")
+@click.option("--flash-attn", type=click.Choice(["on", "off", "auto"]), help="Flash attention.")
+@click.option("--cache-type-k", help="KV cache type of K (f16, q8_0, q4_0, ...).")
+@click.option("--cache-type-v", help="KV cache type of V.")
+@click.option("--served-name", help="Name the model is served as.")
+@click.option("--tensor-parallel", "-tp", type=click.IntRange(1), help="vLLM/SGLang: GPUs.")
+@click.option("--pipeline-parallel", "-pp", type=click.IntRange(1), help="vLLM: stages.")
+@click.option(
+    "--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True), help="vLLM/SGLang."
+)
+@click.option("--max-model-len", type=click.IntRange(1), help="vLLM/SGLang: context length.")
+@click.option("--draft-model", help="MLX: a draft model for speculative decoding.")
+@click.option("--num-draft-tokens", type=click.IntRange(1), help="MLX: tokens drafted per step.")
+@click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
+@click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
+@click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
+@click.pass_context
+def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
+    """Start ENGINE with a model; print the instance id and its OpenAI base URL.
+
+    Waits until the engine serves (Ctrl+C stops it again), unless --no-wait.
+    """
+    from pydantic import ValidationError
+
+    from roundhouse.api.engines import EngineId, InstanceOptions
+    from roundhouse.api.instances import StartRequest
+    from roundhouse.cli.output import fail
+
+    try:
+        options = InstanceOptions(
+            model=opts["model"],
+            ctx_size=opts["ctx_size"],
+            n_gpu_layers=_gpu_layers(opts["gpu_layers"]),
+            threads=opts["threads"],
+            parallel=opts["parallel"],
+            flash_attn=opts["flash_attn"],
+            cache_type_k=opts["cache_type_k"],
+            cache_type_v=opts["cache_type_v"],
+            served_name=opts["served_name"],
+            tensor_parallel=opts["tensor_parallel"],
+            pipeline_parallel=opts["pipeline_parallel"],
+            gpu_memory_utilization=opts["gpu_memory_utilization"],
+            max_model_len=opts["max_model_len"],
+            draft_model=opts["draft_model"],
+            num_draft_tokens=opts["num_draft_tokens"],
+            extra_args=tuple(opts["extra_args"]),
+        )
+        request = StartRequest(
+            engine=EngineId(engine),
+            options=options,
+            preset=opts["preset"],
+            host=opts["host"],
+            port=opts["port"],
+        )
+    except ValidationError as exc:
+        fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+    if (opts["save_preset"] or opts["preset"]) and not options.model:
+        fail("Presets are saved per model: give --model.")
+    info = _run(_start(ctx, request, opts["save_preset"], not opts["no_wait"], opts["as_json"]))
+    _report_started(info, opts["as_json"])
+
+
+async def _start(
+    ctx: click.Context, request: Any, save_as: str | None, wait: bool, quiet: bool
+) -> InstanceInfo:
+    import asyncio
+
+    from roundhouse.api.instances import InstanceStatus, Preset
+
+    async with _client(ctx) as client:
+        if save_as:
+            assert request.options.model is not None
+            await client.save_preset(
+                Preset(
+                    engine=request.engine,
+                    model=request.options.model,
+                    name=save_as,
+                    options=request.options,
+                )
+            )
+        info = await client.start_instance(request)
+        if not wait:
+            return info
+        try:
+            return await _wait_ready(client, info, quiet)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if info.status != InstanceStatus.READY:
+                await client.stop_instance(info.id)
+            raise
+
+
+async def _wait_ready(client: DaemonClient, info: InstanceInfo, quiet: bool) -> InstanceInfo:
+    import asyncio
+
+    from roundhouse.api.instances import InstanceStatus
+    from roundhouse.cli.output import err_console
+
+    settled = (InstanceStatus.READY, InstanceStatus.FAILED)
+    if quiet:
+        while info.status not in settled:
+            await asyncio.sleep(POLL_S)
+            info = await client.instance(info.id)
+        return info
+    with err_console.status(_progress_words(info)) as status:
+        while info.status not in settled:
+            await asyncio.sleep(POLL_S)
+            info = await client.instance(info.id)
+            status.update(_progress_words(info))
+    return info
+
+
+def _progress_words(info: InstanceInfo) -> str:
+    waited = f" {info.waited_s:.0f} s" if info.waited_s is not None else ""
+    probe = f" ({info.probe_status})" if info.probe_status else ""
+    return f"{info.engine.value} {info.status.value}{waited}{probe}"
+
+
+def _report_started(info: InstanceInfo, as_json: bool) -> None:
+    from roundhouse.api.instances import InstanceStatus
+    from roundhouse.cli.output import console, err_console, print_json
+
+    if as_json:
+        print_json(info)
+    elif info.status == InstanceStatus.FAILED:
+        pass
+    else:
+        model = info.models[0] if info.models else (info.model or "its model")
+        console.print(f"Instance [bold]{info.id}[/] ({info.status.value})", highlight=False)
+        console.print(f"OpenAI base URL: {info.base_url}", highlight=False)
+        if info.status == InstanceStatus.READY:
+            console.print(
+                f"Try: curl {info.base_url}/chat/completions "
+                "-H 'Content-Type: application/json' "
+                f'-d \'{{"model": "{model}", '
+                '"messages": [{"role": "user", "content": "Hi"}]}\'',
+                highlight=False,
+                soft_wrap=True,
+            )
+    if info.status == InstanceStatus.FAILED:
+        err_console.print(f"[bold red]Error:[/] {info.error}", highlight=False)
+        if info.last_exit and info.last_exit.log_tail:
+            err_console.print("Last log lines:", highlight=False)
+            for line in info.last_exit.log_tail:
+                err_console.print(f"  {line}", highlight=False, markup=False)
+        err_console.print(
+            f"The instance stays listed as failed; dismiss it with "
+            f"`roundhouse engines stop {info.id}`.",
+            highlight=False,
+        )
+        raise SystemExit(1)
+
+
+async def _resolve_id(client: DaemonClient, wanted: str) -> str:
+    """The instance id that `wanted` is, or the only one it begins."""
+    from roundhouse.cli.output import fail
+
+    ids = [i.id for i in (await client.instances()).instances]
+    if wanted in ids:
+        return wanted
+    matches = [i for i in ids if i.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        fail(f"No instance has the id {wanted!r}. List them with `roundhouse engines ps`.")
+    fail(f"{wanted!r} begins several instance ids ({', '.join(matches)}): give more of it.")
+
+
+@engines.command()
+@click.argument("instance_ids", nargs=-1)
+@click.option("--all", "stop_all", is_flag=True, help="Stop every instance.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stopped instances as JSON.")
+@click.pass_context
+def stop(ctx: click.Context, instance_ids: tuple[str, ...], stop_all: bool, as_json: bool) -> None:
+    """Stop instances by id (or the start of one): gracefully, then their whole tree."""
+    from roundhouse.cli.output import console, fail, print_json
+
+    if not instance_ids and not stop_all:
+        fail("Name the instances to stop (see `roundhouse engines ps`), or give --all.")
+
+    async def main() -> list[InstanceInfo]:
+        async with _client(ctx) as client:
+            if stop_all:
+                ids = [i.id for i in (await client.instances()).instances]
+            else:
+                ids = [await _resolve_id(client, wanted) for wanted in instance_ids]
+            return [await client.stop_instance(i) for i in ids]
+
+    stopped = _run(main())
+    if as_json:
+        print_json([i.model_dump(mode="json") for i in stopped])
+        return
+    if not stopped:
+        console.print("No instance was running.")
+    for info in stopped:
+        how = f": {info.last_exit.message}" if info.last_exit else ""
+        console.print(f"Stopped {info.id} ({info.engine.value}){how}.", highlight=False)
+
+
+@engines.command()
+@click.argument("instance_id")
+@click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
+@click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
+@click.pass_context
+def restart(ctx: click.Context, instance_id: str, no_wait: bool, as_json: bool) -> None:
+    """Stop an instance and start it again with the same options."""
+
+    async def main() -> InstanceInfo:
+        async with _client(ctx) as client:
+            resolved = await _resolve_id(client, instance_id)
+            info = await client.restart_instance(resolved)
+            return info if no_wait else await _wait_ready(client, info, as_json)
+
+    _report_started(_run(main()), as_json)
+
+
+@engines.command()
+@click.argument("instance_id")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl+C.")
+@click.option("--lines", "-n", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the lines as JSON.")
+@click.pass_context
+def logs(ctx: click.Context, instance_id: str, follow: bool, lines: int, as_json: bool) -> None:
+    """Print an instance's output (the last --lines), and follow it with -f."""
+    import sys
+
+    from roundhouse.cli.output import print_json
+
+    def write(chunk: list[str]) -> None:
+        for line in chunk:
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    async def main() -> None:
+        import asyncio
+
+        async with _client(ctx) as client:
+            resolved = await _resolve_id(client, instance_id)
+            first = await client.instance_logs(resolved, since=0, limit=5000)
+            # Read to the end, keeping the last `lines`.
+            seen = first.lines
+            page = first
+            while len(page.lines) == 5000:
+                page = await client.instance_logs(resolved, since=page.next, limit=5000)
+                seen = [*seen, *page.lines][-lines:]
+            if as_json:
+                print_json({"id": resolved, "lines": seen[-lines:], "next": page.next})
+                return
+            write(seen[-lines:])
+            since = page.next
+            while follow:
+                await asyncio.sleep(0.5)
+                page = await client.instance_logs(resolved, since=since)
+                if page.truncated:
+                    sys.stdout.write("[... lines dropped: the engine wrote faster than read]\n")
+                write(page.lines)
+                since = page.next
+
+    with contextlib.suppress(KeyboardInterrupt):
+        _run(main())
+
+
+@engines.command()
+@click.option("--engine", type=click.Choice(ENGINE_IDS), help="Only this engine's presets.")
+@click.option("--model", help="Only this model's presets.")
+@click.option("--delete", metavar="NAME", help="Delete the preset NAME of --engine and --model.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def presets(
+    ctx: click.Context, engine: str | None, model: str | None, delete: str | None, as_json: bool
+) -> None:
+    """List presets saved per model (save them with `engines start ... --save-preset NAME`)."""
+    from roundhouse.cli.instances_view import presets_view
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.output import console, fail
+
+    if delete is not None:
+        if engine is None or model is None:
+            fail("Say whose preset to delete: give --engine and --model.")
+
+        async def remove() -> None:
+            async with _client(ctx) as client:
+                await client.delete_preset(engine, model, delete)
+
+        _run(remove())
+        console.print(f"Deleted the preset {delete!r} of {model}.", highlight=False)
+        return
+    show_from_daemon(ctx, as_json, lambda c: c.presets(engine, model), presets_view)

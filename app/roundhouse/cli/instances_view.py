@@ -1,0 +1,82 @@
+"""Render instances and presets as rich tables for `roundhouse engines ps` and `presets`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import PurePath
+
+from rich.table import Table
+
+from roundhouse.api.engines import InstanceOptions
+from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceStatus, PresetList
+from roundhouse.base.units import format_bytes, format_duration
+
+_STATUS_STYLE = {
+    InstanceStatus.READY: "green",
+    InstanceStatus.FAILED: "red",
+    InstanceStatus.UNHEALTHY: "yellow",
+    InstanceStatus.RESTARTING: "yellow",
+}
+
+
+def _short_model(model: str | None) -> str:
+    if not model:
+        return "—"
+    # A file path shows as its name; a repo id or tag as it is.
+    return PurePath(model).name if "/" in model and model.startswith(("/", "~", ".")) else model
+
+
+def instances_view(answer: InstanceList) -> Table | str:
+    if not answer.instances:
+        return "No instances. Start one with `roundhouse engines start ENGINE --model MODEL`."
+    table = Table(title="Instances", title_justify="left")
+    for column in ("ID", "Engine", "Model", "Status", "Base URL", "Up", "Memory", "Origin"):
+        table.add_column(column)
+    for info in answer.instances:
+        style = _STATUS_STYLE.get(info.status)
+        status = info.status.value
+        if info.status in (InstanceStatus.STARTING, InstanceStatus.LOADING) and info.waited_s:
+            status += f" {info.waited_s:.0f} s"
+        if info.status == InstanceStatus.FAILED and info.error:
+            status += f": {info.error.splitlines()[0][:80]}"
+        if style:
+            status = f"[{style}]{status}[/]"
+        up = format_duration(uptime(info)) if info.status != InstanceStatus.FAILED else "—"
+        memory = format_bytes(info.rss_bytes) if info.rss_bytes else "—"
+        table.add_row(
+            info.id,
+            info.engine.value,
+            _short_model(info.model),
+            status,
+            info.base_url,
+            up,
+            memory,
+            info.origin.value,
+        )
+    return table
+
+
+def presets_view(answer: PresetList) -> Table | str:
+    if not answer.presets:
+        return "No presets. Save one with `roundhouse engines start ... --save-preset NAME`."
+    table = Table(title="Presets", title_justify="left")
+    for column in ("Engine", "Model", "Name", "Options"):
+        table.add_column(column)
+    for preset in answer.presets:
+        table.add_row(
+            preset.engine.value, preset.model, preset.name, options_summary(preset.options)
+        )
+    return table
+
+
+def options_summary(options: InstanceOptions | None) -> str:
+    """The options a user chose, in one short line."""
+    if options is None:
+        return ""
+    chosen = options.model_dump(exclude_defaults=True, exclude={"model"})
+    return " ".join(f"{k}={v}" for k, v in chosen.items())
+
+
+def uptime(info: InstanceInfo, now: Callable[[], float] = time.time) -> float:
+    return max(0.0, now() - (info.ready_at or info.started_at))

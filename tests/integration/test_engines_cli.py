@@ -1,0 +1,117 @@
+"""`roundhouse engines start|ps|logs|restart|stop|presets` against a real daemon and llama-server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.daemon_process import DaemonProcess, start_daemon
+from tests.processes import alive, assert_nothing_left
+
+
+@pytest.fixture
+def served(llama_server_binary: Path, tmp_path: Path) -> Iterator[DaemonProcess]:
+    path = f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    daemon = start_daemon(tmp_path / "home", env={"PATH": path})
+    try:
+        yield daemon
+    finally:
+        if daemon.process.poll() is None:
+            daemon.stop(timeout=60)
+
+
+def _cli(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    root = daemon.home.root
+    assert root is not None
+    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines", *args]
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> None:
+    started = _cli(served, "start", "llama.cpp", "-m", str(tiny_gguf), "-c", "512", "-np", "1")
+    assert started.returncode == 0, started.stderr
+    assert "OpenAI base URL: http://127.0.0.1:" in started.stdout
+    assert "curl " in started.stdout
+    instance_id = started.stdout.split("Instance ")[1].split()[0]
+
+    listed = _cli(served, "ps", "--json")
+    infos = json.loads(listed.stdout)["instances"]
+    assert [(i["id"], i["status"]) for i in infos] == [(instance_id, "ready")]
+    base_url = infos[0]["base_url"]
+    reply = httpx.post(
+        f"{base_url}/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+        timeout=30,
+        trust_env=False,
+    )
+    assert reply.status_code == 200
+    table = _cli(served, "ps")
+    assert instance_id in table.stdout and "ready" in table.stdout
+
+    logs = _cli(served, "logs", instance_id[:4], "-n", "5")
+    assert logs.returncode == 0, logs.stderr
+    assert 0 < len(logs.stdout.splitlines()) <= 5
+
+    first_pid = infos[0]["pid"]
+    restarted = _cli(served, "restart", instance_id, "--json")
+    assert restarted.returncode == 0, restarted.stderr
+    again = json.loads(restarted.stdout)
+    assert again["id"] == instance_id and again["status"] == "ready"
+    assert again["pid"] != first_pid and not alive(first_pid)
+
+    stopped = _cli(served, "stop", instance_id)
+    assert stopped.returncode == 0 and "Stopped" in stopped.stdout
+    assert_nothing_left(again["pid"], again["pid"])
+    assert "No instances" in _cli(served, "ps").stdout
+
+
+def test_start_failures_say_why(served: DaemonProcess, tiny_gguf: Path, tmp_path: Path) -> None:
+    bogus = tmp_path / "broken.gguf"
+    bogus.write_bytes(b"GGUF" + b"\0" * 64)
+    failed = _cli(served, "start", "llama.cpp", "-m", str(bogus))
+    assert failed.returncode == 1
+    assert "Error:" in failed.stderr and "Last log lines" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    listed = json.loads(_cli(served, "ps", "--json").stdout)["instances"]
+    assert [i["status"] for i in listed] == ["failed"]
+    assert _cli(served, "stop", "--all").returncode == 0
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = str(holder.getsockname()[1])
+        taken = _cli(served, "start", "llama.cpp", "-m", str(tiny_gguf), "--port", port)
+    assert taken.returncode == 1 and port in taken.stderr and "Traceback" not in taken.stderr
+
+    refused = _cli(served, "start", "llama.cpp", "-m", str(tiny_gguf), "-tp", "2")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+
+    missing = _cli(served, "stop", "nosuchid")
+    assert missing.returncode == 1 and "roundhouse engines ps" in missing.stderr
+
+
+def test_presets_from_the_cli(served: DaemonProcess, tiny_gguf: Path) -> None:
+    model = str(tiny_gguf)
+    started = _cli(
+        served, "start", "llama.cpp", "-m", model, "-c", "256", "--save-preset", "tiny", "--json"
+    )
+    assert started.returncode == 0, started.stderr
+    assert _cli(served, "stop", "--all").returncode == 0
+    listed = json.loads(_cli(served, "presets", "--json").stdout)["presets"]
+    assert [(p["name"], p["options"]["ctx_size"]) for p in listed] == [("tiny", 256)]
+    again = _cli(served, "start", "llama.cpp", "-m", model, "--preset", "tiny", "--json")
+    assert again.returncode == 0, again.stderr
+    assert "256" in json.loads(again.stdout)["argv"]
+    assert _cli(served, "stop", "--all").returncode == 0
+    deleted = _cli(served, "presets", "--engine", "llama.cpp", "--model", model, "--delete", "tiny")
+    assert deleted.returncode == 0, deleted.stderr
+    assert "No presets" in _cli(served, "presets").stdout
