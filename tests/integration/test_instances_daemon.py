@@ -325,3 +325,44 @@ def test_stopping_the_daemon_stops_its_engines(
     finally:
         if daemon.process.poll() is None:
             daemon.stop(timeout=60)
+
+
+def test_mlx_through_the_daemon_from_a_chosen_python(
+    mlx_python: str, tiny_hf_model: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "home"
+    home = resolve_home(root)
+    home.ensure()
+    cache = tmp_path / "hub"
+    save_settings(
+        home.settings_file,
+        Settings(models_dir=str(cache), engines=EngineSettings(python_paths=[mlx_python])),
+    )
+    daemon = start_daemon(root)
+    try:
+
+        async def main() -> None:
+            async with _client(daemon) as client:
+                started = await client.start_instance(
+                    StartRequest(
+                        engine=EngineId.MLX, options=InstanceOptions(model=str(tiny_hf_model))
+                    )
+                )
+                info = await _wait_settled(client, started.id)
+                assert info.status == InstanceStatus.READY, info
+                async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
+                    reply = await http.post(
+                        f"{info.base_url}/chat/completions",
+                        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+                    )
+                    assert reply.status_code == 200, reply.text
+                pid = info.pid
+                assert pid is not None
+                await client.stop_instance(info.id)
+                assert_nothing_left(pid, pid)
+
+        asyncio.run(main())
+        # The models folder the daemon was given is where mlx_lm looks (it must exist).
+        assert cache.is_dir()
+    finally:
+        daemon.stop(timeout=60)

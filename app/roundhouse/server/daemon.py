@@ -110,6 +110,7 @@ def instance_service(home: Home, settings: Settings, services: DaemonServices) -
         home.log_dir / "engines",
         on_leftover="reap" if settings.engines.on_leftover == LeftoverAction.REAP else "adopt",
         ready_timeout_s=settings.engines.ready_timeout_s,
+        hf_hub_cache=models_dir(settings),
     )
     return InstanceService(manager, PresetStore(home.config_dir), engine_resolver(services))
 

@@ -89,6 +89,7 @@ class InstanceManager:
         *,
         on_leftover: OnLeftover,
         ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+        hf_hub_cache: Path | None = None,
     ) -> None:
         if on_leftover not in ("adopt", "reap"):
             raise ValueError(f"on_leftover must be 'adopt' or 'reap', not {on_leftover!r}")
@@ -96,6 +97,9 @@ class InstanceManager:
         self._log_dir = log_dir
         self._on_leftover = on_leftover
         self._ready_timeout_s = ready_timeout_s
+        # Where engines that read the Hugging Face cache find models (Roundhouse's models
+        # folder); it is created, as mlx_lm.server cannot list models without it.
+        self._hf_hub_cache = hf_hub_cache
         self._instances: dict[str, Instance] = {}
         self._save_lock = asyncio.Lock()
 
@@ -115,7 +119,7 @@ class InstanceManager:
         `instance_id` keeps the id of an instance being restarted; None makes a new one.
         Raises what `build_launch` and `start_engine` raise; nothing is left running then.
         """
-        plan = build_launch(spec, detected, params, api_key=api_key)
+        plan = build_launch(spec, detected, params, api_key=api_key, hf_hub_cache=self.hf_cache())
         instance_id = instance_id or new_instance_id()
         log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
         running = await start_engine(
@@ -153,6 +157,16 @@ class InstanceManager:
                 await process.stop()
             raise
         return instance
+
+    def hf_cache(self) -> str | None:
+        if self._hf_hub_cache is None:
+            return None
+        try:
+            self._hf_hub_cache.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("Cannot create the models folder %s: %s", self._hf_hub_cache, exc)
+            return None
+        return str(self._hf_hub_cache)
 
     def list(self) -> list[Instance]:
         return sorted(self._instances.values(), key=lambda i: i.record.started_at)

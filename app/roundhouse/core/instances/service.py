@@ -126,7 +126,7 @@ class InstanceService:
         spec, detected = await self._resolve(request.engine)
         port = request.port or _free_port(request.host)
         params = LaunchParams(**options.model_dump(), host=request.host, port=port)
-        plan = build_launch(spec, detected, params)
+        plan = build_launch(spec, detected, params, hf_hub_cache=self._manager.hf_cache())
         await asyncio.to_thread(ensure_port_free, request.host, port)
         entry = _Entry(
             id=new_instance_id(),
