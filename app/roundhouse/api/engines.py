@@ -64,6 +64,9 @@ class ReadinessProbe(_Frozen):
     loading_statuses: list[int] = []
     # vLLM opens its port only once the model is loaded.
     refused_while_loading: bool = False
+    # Answers that mean "the model failed to load and will not" while the process lives on
+    # (mlx_lm.server: 503).
+    failed_statuses: list[int] = []
     # Text the ready answer must contain (Ollama's "Ollama is running").
     expect_text: str | None = None
 

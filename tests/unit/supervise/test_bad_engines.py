@@ -184,3 +184,23 @@ def test_engine_survives_its_output_pipe_closing() -> None:
     finally:
         popen.kill()
         popen.wait(timeout=10)
+
+
+def test_an_engine_that_says_its_load_failed_is_stopped_at_once(tmp_path: Path) -> None:
+    # mlx_lm.server keeps running and answers 503 for good when its model fails to load.
+    plan = fake_plan("never_ready.py", free_port())
+    plan = plan.model_copy(
+        update={
+            "readiness": plan.readiness.model_copy(
+                update={"loading_statuses": [], "failed_statuses": [503]}
+            )
+        }
+    )
+    started = time.monotonic()
+    with pytest.raises(EngineNotReadyError) as caught:
+        asyncio.run(start_engine(plan, tmp_path / "e.log", ready_timeout_s=60))
+    assert time.monotonic() - started < 10, "not the whole ready timeout"
+    assert "could not load the model" in caught.value.detail
+    assert "503" in caught.value.detail
+    pid = _pid_from_log(tmp_path / "e.log")
+    assert_nothing_left(pid, pid)

@@ -110,6 +110,7 @@ class InstanceService:
         self._recovered = asyncio.Event()
         self._health_task: asyncio.Task[None] | None = None
         self._closing = False
+        self.health_interval_s = HEALTH_INTERVAL_S
 
     # -- start --------------------------------------------------------------------------
 
@@ -402,21 +403,25 @@ class InstanceService:
             log.exception("Recovering the engines of an earlier daemon failed")
         finally:
             self._recovered.set()
-        if any(e.origin == InstanceOrigin.ADOPTED for e in self._entries.values()):
-            self._health_task = asyncio.create_task(self._watch_health(), name="adopted-health")
+        self._health_task = asyncio.create_task(self._watch_health(), name="instance-health")
 
     async def _watch_health(self) -> None:
-        """Adopted engines send no exit to us: probe them now and then."""
+        """Probe serving instances now and then: an engine can hang, or (mlx_lm.server) say
+        ready before its model loaded and then fail without exiting; adopted ones send no
+        exit to us at all."""
         while not self._closing:
-            await asyncio.sleep(HEALTH_INTERVAL_S)
+            await asyncio.sleep(self.health_interval_s)
             for entry in list(self._entries.values()):
-                if entry.origin != InstanceOrigin.ADOPTED:
-                    continue
                 self._check_adopted_alive(entry)
-                if entry.status in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
-                    with contextlib.suppress(NotFoundError):
-                        healthy = await self._manager.check_health(entry.id)
-                        entry.status = InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
+                if entry.status not in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
+                    continue
+                with contextlib.suppress(NotFoundError):
+                    healthy = await self._manager.check_health(entry.id)
+                    # It may have been stopped while the probe ran.
+                    if entry.status in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
+                        entry.status = (
+                            InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
+                        )
 
 
 def _on_progress(entry: _Entry, progress: Progress) -> None:

@@ -15,6 +15,11 @@ import psutil
 from roundhouse.api.engines import LaunchPlan
 from roundhouse.core.supervise.errors import EngineIdentityError
 
+# The first wait between probes; it doubles up to the caller's poll interval. A small model
+# from a warm cache is ready tens of milliseconds after the port opens: a fixed 0.1 s poll
+# would add up to 0.1 s to every such start, while a long load is still polled at poll_s.
+FIRST_POLL_S = 0.01
+
 
 class Phase(StrEnum):
     # Nothing answers on the port yet.
@@ -22,6 +27,8 @@ class Phase(StrEnum):
     # It answers "alive, still loading" (or keeps its port closed while it loads).
     LOADING = "loading"
     READY = "ready"
+    # It answers that loading failed, yet keeps running.
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,14 @@ ProgressCallback = Callable[[Progress], None]
 
 class ProbeTimeout(Exception):
     """Not ready within the timeout; `last` is the last progress seen."""
+
+    def __init__(self, last: Progress) -> None:
+        super().__init__(last.last_status)
+        self.last = last
+
+
+class ProbeFailed(Exception):
+    """The engine answered that it failed to load; `last` is what it said."""
 
     def __init__(self, last: Progress) -> None:
         super().__init__(last.last_status)
@@ -59,9 +74,13 @@ async def wait_ready(
 ) -> Progress:
     """Poll `plan.probe_url` until it answers as ready; stop at once if `exited` is done.
 
-    Raises ProbeTimeout after `timeout_s` and ProcessEnded when the process ends first.
+    The polls come quickly at first, then every `poll_s`.
+
+    Raises ProbeTimeout after `timeout_s`, ProbeFailed when it answers that loading failed,
+    and ProcessEnded when the process ends first.
     """
     start = clock()
+    interval = min(FIRST_POLL_S, poll_s)
     while True:
         if exited.done():
             raise ProcessEnded
@@ -71,11 +90,14 @@ async def wait_ready(
             on_progress(progress)
         if phase == Phase.READY:
             return progress
+        if phase == Phase.FAILED:
+            raise ProbeFailed(progress)
         if progress.elapsed_s >= timeout_s:
             raise ProbeTimeout(progress)
         # The poll interval, cut short by the process's exit; readiness itself only ever
         # comes from an answer.
-        await asyncio.wait({exited}, timeout=poll_s)
+        await asyncio.wait({exited}, timeout=interval)
+        interval = min(2 * interval, poll_s)
 
 
 async def _probe_once(
@@ -97,6 +119,8 @@ async def _probe_once(
         return Phase.STARTING, f"{status} (not the expected {probe.expect_text!r})"
     if response.status_code in probe.loading_statuses:
         return Phase.LOADING, status
+    if response.status_code in probe.failed_statuses:
+        return Phase.FAILED, status
     return Phase.STARTING, status
 
 
@@ -124,7 +148,15 @@ async def check_identity(plan: LaunchPlan, pid: int, http: httpx.AsyncClient) ->
         raise EngineIdentityError(
             f"{plan.models_url} answered {response.status_code}, not the model list."
         )
-    ids = _model_ids(response.json())
+    try:
+        body = response.json()
+    except ValueError:
+        # mlx_lm.server answers an empty body when its Hugging Face cache folder is missing.
+        raise EngineIdentityError(
+            f"{plan.models_url} did not answer a model list (not JSON): the engine cannot "
+            "list its models."
+        ) from None
+    ids = _model_ids(body)
     if plan.expected_model_id is not None and plan.expected_model_id not in ids:
         listed = ", ".join(ids) or "no model"
         raise EngineIdentityError(

@@ -19,6 +19,7 @@ from roundhouse.core.supervise.errors import (
 from roundhouse.core.supervise.process import EngineProcess
 from roundhouse.core.supervise.readiness import (
     Identity,
+    ProbeFailed,
     ProbeTimeout,
     ProcessEnded,
     Progress,
@@ -84,6 +85,13 @@ async def start_engine(
         except ProcessEnded:
             outcome = await process.stop()
             raise EngineExitedError(outcome) from None
+        except ProbeFailed as exc:
+            await process.stop()
+            raise EngineNotReadyError(
+                f"The engine answered that it could not load the model "
+                f"({exc.last.last_status}); it has been stopped. Check the model with its log.",
+                process.log.tail(20),
+            ) from None
         except ProbeTimeout as exc:
             await process.stop()
             raise EngineNotReadyError(
