@@ -1,4 +1,4 @@
-"""`roundhouse engines start|ps|logs|restart|stop|presets` against a real daemon and llama-server."""
+"""`roundhouse engines start|ps|logs|restart|stop|presets` with a real daemon and llama-server."""
 
 from __future__ import annotations
 

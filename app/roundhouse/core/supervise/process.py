@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -18,6 +19,9 @@ import psutil
 from roundhouse.api.engines import LaunchPlan
 from roundhouse.core.supervise.exits import ExitOutcome, classify_exit
 from roundhouse.core.supervise.logcapture import LogCapture
+from roundhouse.core.supervise.winjob import attach_kill_on_close_job
+
+log = logging.getLogger(__name__)
 
 # How long the output may keep flowing after the process ended (a grandchild holding the
 # pipe): past this the outcome is classified with what was read so far.
@@ -28,13 +32,17 @@ _T = TypeVar("_T")
 
 
 def attach_windows_kill_on_close_job(pid: int) -> bool:
-    """Not implemented yet: put `pid` in a Job Object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE.
+    """Put `pid` in the daemon's Job Object with kill-on-close; whether it is in it now.
 
-    Until it is, an engine outlives a daemon that dies without stopping it on Windows (the
-    pid-file reaper is the fallback). Returns whether the process is in such a job: False.
+    False off Windows, and on Windows when the job cannot be joined (logged): the engine
+    then outlives a daemon that dies without stopping it, and the pid-file reaper is the
+    fallback.
     """
-    del pid
-    return False
+    try:
+        return attach_kill_on_close_job(pid)
+    except OSError as exc:
+        log.warning("Engine pid %d is not in a kill-on-close job: %s", pid, exc)
+        return False
 
 
 def _spawn(plan: LaunchPlan) -> subprocess.Popen[bytes]:
@@ -60,10 +68,25 @@ def _spawn(plan: LaunchPlan) -> subprocess.Popen[bytes]:
     )
 
 
+def _spawn_in_job(plan: LaunchPlan) -> tuple[subprocess.Popen[bytes], bool]:
+    popen = _spawn(plan)
+    # At once, in the spawning thread: what the engine starts from now on joins the job
+    # with it; a worker it started before this line would not.
+    in_job = sys.platform == "win32" and attach_windows_kill_on_close_job(popen.pid)
+    return popen, in_job
+
+
 class EngineProcess:
     """A started engine: its pid and create time, its output, its exit, and how to stop it."""
 
-    def __init__(self, plan: LaunchPlan, popen: subprocess.Popen[bytes], log: LogCapture) -> None:
+    def __init__(
+        self,
+        plan: LaunchPlan,
+        popen: subprocess.Popen[bytes],
+        log: LogCapture,
+        *,
+        in_job_object: bool = False,
+    ) -> None:
         self.plan = plan
         self.log = log
         self._popen = popen
@@ -76,7 +99,8 @@ class EngineProcess:
             self.create_time: float | None = self._psutil.create_time()
         except psutil.NoSuchProcess:
             self._psutil, self.create_time = None, None
-        self.in_job_object = sys.platform == "win32" and attach_windows_kill_on_close_job(popen.pid)
+        # Windows: in the daemon's kill-on-close job, so it dies with the daemon.
+        self.in_job_object = in_job_object
         loop = asyncio.get_running_loop()
         self._exit: asyncio.Future[int] = loop.create_future()
         self._drained: asyncio.Future[None] = loop.create_future()
@@ -111,11 +135,11 @@ class EngineProcess:
             secrets=secrets,
         )
         try:
-            popen = await asyncio.to_thread(_spawn, plan)
+            popen, in_job = await asyncio.to_thread(_spawn_in_job, plan)
         except BaseException:
             log.close()
             raise
-        return cls(plan, popen, log)
+        return cls(plan, popen, log, in_job_object=in_job)
 
     def _pump(self, loop: asyncio.AbstractEventLoop) -> None:
         assert self._popen.stdout is not None

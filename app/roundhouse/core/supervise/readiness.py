@@ -143,27 +143,32 @@ async def check_identity(plan: LaunchPlan, pid: int, http: httpx.AsyncClient) ->
     Raises EngineIdentityError when either is shown wrong; an unknown listener is reported
     as unverified, not as an error.
     """
-    response = await http.get(plan.models_url, timeout=10.0)
-    if response.status_code != 200:
-        raise EngineIdentityError(
-            f"{plan.models_url} answered {response.status_code}, not the model list."
-        )
+    # The socket scan reads the whole system's table (tens of ms): run it while we ask.
+    lookup = asyncio.ensure_future(asyncio.to_thread(_listener, plan.port, pid))
     try:
-        body = response.json()
-    except ValueError:
-        # mlx_lm.server answers an empty body when its Hugging Face cache folder is missing.
-        raise EngineIdentityError(
-            f"{plan.models_url} did not answer a model list (not JSON): the engine cannot "
-            "list its models."
-        ) from None
-    ids = _model_ids(body)
-    if plan.expected_model_id is not None and plan.expected_model_id not in ids:
-        listed = ", ".join(ids) or "no model"
-        raise EngineIdentityError(
-            f"The server on port {plan.port} serves {listed}, "
-            f"not {plan.expected_model_id}: another program may own that port."
-        )
-    listener, listener_pid = await asyncio.to_thread(_listener, plan.port, pid)
+        response = await http.get(plan.models_url, timeout=10.0)
+        if response.status_code != 200:
+            raise EngineIdentityError(
+                f"{plan.models_url} answered {response.status_code}, not the model list."
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            # mlx_lm.server answers an empty body when its Hugging Face cache folder is missing.
+            raise EngineIdentityError(
+                f"{plan.models_url} did not answer a model list (not JSON): the engine cannot "
+                "list its models."
+            ) from None
+        ids = _model_ids(body)
+        if plan.expected_model_id is not None and plan.expected_model_id not in ids:
+            listed = ", ".join(ids) or "no model"
+            raise EngineIdentityError(
+                f"The server on port {plan.port} serves {listed}, "
+                f"not {plan.expected_model_id}: another program may own that port."
+            )
+        listener, listener_pid = await lookup
+    finally:
+        lookup.cancel()
     return Identity(tuple(ids), listener, listener_pid)
 
 
