@@ -26,7 +26,7 @@ NATURAL_LENGTH = 12  # tokens a reply has when no num_predict cuts it short
 WORDS = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog.")
 PULL_CHUNK = 1024
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?(:[\w][\w.-]*)?$")
-DURATION_RE = re.compile(r"^-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+DURATION_RE = re.compile(r"^[-+]?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 FOREVER = datetime(2318, 1, 1, tzinfo=UTC)
@@ -76,20 +76,28 @@ def normalize(name: str) -> str:
     return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
 
-def parse_keep_alive(value: object) -> float | None:
-    """Seconds to keep a model loaded: None is forever (negative), 0 unloads now."""
+def parse_keep_alive(value: object, *, from_env: bool = False) -> float | None:
+    """Seconds to keep a model loaded: None is forever (negative), 0 unloads now.
+
+    A request's string is a Go duration only (time.ParseDuration: "-1" has no unit and is
+    refused); OLLAMA_KEEP_ALIVE also takes whole seconds ("-1", "300"), as envconfig does.
+    """
     if isinstance(value, bool):
         raise ApiError(400, "json: cannot unmarshal bool into Go value of type api.Duration")
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str):
-        try:
-            seconds = float(value)
-        except ValueError:
-            if not DURATION_RE.match(value):
-                raise ApiError(400, f'time: invalid duration "{value}"') from None
+        if value.lstrip("+-") == "0":
+            seconds = 0.0
+        elif DURATION_RE.match(value):
             seconds = sum(float(n) * UNIT_S[u] for n, u in DURATION_PART_RE.findall(value))
             seconds = -seconds if value.startswith("-") else seconds
+        elif from_env and re.fullmatch(r"[-+]?\d+", value):
+            seconds = float(value)
+        elif re.fullmatch(r"[-+]?\d+(\.\d*)?", value):
+            raise ApiError(400, f'time: missing unit in duration "{value}"')
+        else:
+            raise ApiError(400, f'time: invalid duration "{value}"')
     else:
         raise ApiError(400, "json: cannot unmarshal value into Go value of type api.Duration")
     return None if seconds < 0 else seconds
@@ -137,7 +145,7 @@ class Store:
         self.max_loaded = int(os.environ.get("OLLAMA_MAX_LOADED_MODELS", "0") or 0)
         env_keep = os.environ.get("OLLAMA_KEEP_ALIVE")
         self.default_keep: float | None = (
-            parse_keep_alive(env_keep) if env_keep else DEFAULT_KEEP_ALIVE_S
+            parse_keep_alive(env_keep, from_env=True) if env_keep else DEFAULT_KEEP_ALIVE_S
         )
         self.default_ctx = int(os.environ.get("OLLAMA_CONTEXT_LENGTH") or DEFAULT_NUM_CTX)
 
@@ -419,6 +427,7 @@ class Handler(StandinHandler):
                 "/api/show": self.show,
                 "/api/generate": self.generate,
                 "/api/chat": self.chat,
+                "/api/embed": self.embed,
                 "/v1/chat/completions": self.v1_chat,
             }
         )
@@ -453,6 +462,7 @@ class Handler(StandinHandler):
         given = self.model_field(body, "PullRequest", alias=True)
         stream = get(body, "stream", bool, "PullRequest")
         get(body, "insecure", bool, "PullRequest")
+        normalize(given)  # as Ollama: a bad name is a 400 before any progress is streamed
         lines = self.store.pull(given)
         if stream is False:
             last: dict[str, Any] = {}
@@ -556,7 +566,11 @@ class Handler(StandinHandler):
         keep = body.get("keep_alive")
         unload = keep is not None and parse_keep_alive(keep) == 0
         given = self.model_field(body, struct)
-        name, _ = self.store.require(given, 'model "{}" not found, try pulling it first')
+        name, manifest = self.store.require(given, 'model "{}" not found, try pulling it first')
+        # As Ollama: unloading skips the scheduler; loading checks the capability first.
+        if not unload and "completion" not in self.store.config(manifest)["capabilities"]:
+            verb = "generate" if struct == "GenerateRequest" else "chat"
+            raise ApiError(400, f'"{given}" does not support {verb}')
         self.store.load(name, keep, get(body, "options", dict, struct) or {})
         reason = "unload" if unload else "load"
         self.send_json(
@@ -564,6 +578,45 @@ class Handler(StandinHandler):
             {"model": name, "created_at": now_iso()}
             | empty
             | {"done_reason": reason, "done": True},
+        )
+
+    def embed(self) -> None:
+        """`/api/embed`: no input only loads the model (how Ollama preloads embedding models)."""
+        body = self.body("api.EmbedRequest")
+        given = self.model_field(body, "EmbedRequest")
+        raw = body.get("input")
+        if raw is None or (isinstance(raw, str) and not raw):
+            inputs: list[str] = []
+        elif isinstance(raw, str):
+            inputs = [raw]
+        elif isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+            inputs = [x for x in raw if x]
+        else:
+            raise ApiError(400, "invalid input type")
+        get(body, "truncate", bool, "EmbedRequest")
+        options = get(body, "options", dict, "EmbedRequest") or {}
+        name, manifest = self.store.require(given, 'model "{}" not found, try pulling it first')
+        keep = body.get("keep_alive")
+        self.store.load(name, keep, options)
+        if not inputs:
+            self.send_json(200, {"model": name, "embeddings": []})
+            return
+        config = self.store.config(manifest)
+        arch = config["model_info"]["general.architecture"]
+        width = config["model_info"][f"{arch}.embedding_length"]
+        vectors = []
+        for text in inputs:
+            seed = hashlib.sha256(text.encode()).digest()
+            vectors.append([(seed[i % len(seed)] - 128) / 128 for i in range(width)])
+        self.send_json(
+            200,
+            {
+                "model": name,
+                "embeddings": vectors,
+                "total_duration": 1_000_000,
+                "load_duration": 500_000,
+                "prompt_eval_count": prompt_tokens(inputs) - len(inputs),
+            },
         )
 
     def _messages(self, body: dict[str, Any], struct: str) -> list[dict[str, Any]]:
@@ -691,6 +744,7 @@ ALL_PATHS = {
     "/api/delete",
     "/api/generate",
     "/api/chat",
+    "/api/embed",
     "/v1/chat/completions",
     "/v1/models",
 }
