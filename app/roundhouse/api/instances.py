@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.external import AttachSource
 
 
 class _Frozen(BaseModel):
@@ -89,6 +90,9 @@ class InstanceInfo(_Frozen):
     )
     argv: list[str] = []
     log_path: str | None = None
+    found_by: AttachSource | None = Field(default=None, description="how an external was found")
+    name: str | None = Field(default=None, description="the name given to an added endpoint")
+    needs_api_key: bool = False
 
 
 class InstanceList(_Frozen):
@@ -117,3 +121,11 @@ class Preset(_Frozen):
 
 class PresetList(_Frozen):
     presets: list[Preset]
+
+
+class AddEndpointRequest(_Frozen):
+    """`POST /api/v1/endpoints`: attach to an OpenAI-compatible server Roundhouse does not run."""
+
+    url: str = Field(min_length=1, description="its base URL, e.g. http://127.0.0.1:1234")
+    api_key: str | None = Field(default=None, description="kept in the OS keyring")
+    name: str | None = None

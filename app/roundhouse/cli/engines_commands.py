@@ -258,11 +258,19 @@ async def _resolve_id(client: DaemonClient, wanted: str) -> str:
 
 @engines.command()
 @click.argument("instance_ids", nargs=-1)
-@click.option("--all", "stop_all", is_flag=True, help="Stop every instance.")
+@click.option("--all", "stop_all", is_flag=True, help="Stop every instance Roundhouse runs.")
+@click.option("--force", is_flag=True, help="Also stop engines Roundhouse did not start.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stopped instances as JSON.")
 @click.pass_context
-def stop(ctx: click.Context, instance_ids: tuple[str, ...], stop_all: bool, as_json: bool) -> None:
-    """Stop instances by id (or the start of one): gracefully, then their whole tree."""
+def stop(
+    ctx: click.Context, instance_ids: tuple[str, ...], stop_all: bool, force: bool, as_json: bool
+) -> None:
+    """Stop instances by id (or the start of one): gracefully, then their whole tree.
+
+    An added endpoint is detached. An engine found running that Roundhouse did not start is
+    only stopped with --force.
+    """
+    from roundhouse.api.instances import InstanceOrigin
     from roundhouse.cli.output import console, fail, print_json
 
     if not instance_ids and not stop_all:
@@ -271,10 +279,11 @@ def stop(ctx: click.Context, instance_ids: tuple[str, ...], stop_all: bool, as_j
     async def main() -> list[InstanceInfo]:
         async with _client(ctx) as client:
             if stop_all:
-                ids = [i.id for i in (await client.instances()).instances]
+                listed = (await client.instances()).instances
+                ids = [i.id for i in listed if i.origin != InstanceOrigin.EXTERNAL]
             else:
                 ids = [await _resolve_id(client, wanted) for wanted in instance_ids]
-            return [await client.stop_instance(i) for i in ids]
+            return [await client.stop_instance(i, force=force) for i in ids]
 
     stopped = _run(main())
     if as_json:
@@ -285,6 +294,60 @@ def stop(ctx: click.Context, instance_ids: tuple[str, ...], stop_all: bool, as_j
     for info in stopped:
         how = f": {info.last_exit.message}" if info.last_exit else ""
         console.print(f"Stopped {info.id} ({info.engine.value}){how}.", highlight=False)
+
+
+@engines.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def scan(ctx: click.Context, as_json: bool) -> None:
+    """Look for engines already running (Ollama, llama-server, vLLM, SGLang, mlx_lm) and
+    list every instance with them."""
+    from roundhouse.cli.instances_view import instances_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.scan_instances(), instances_view)
+
+
+@engines.command()
+@click.argument("url")
+@click.option("--name", help="A name to show for it (default: the URL).")
+@click.option("--ask-key", is_flag=True, help="Ask for an API key (hidden); kept in the keyring.")
+@click.option("--api-key-stdin", is_flag=True, help="Read the API key from standard input.")
+@click.option("--json", "as_json", is_flag=True, help="Print the endpoint as JSON.")
+@click.pass_context
+def attach(
+    ctx: click.Context,
+    url: str,
+    name: str | None,
+    ask_key: bool,
+    api_key_stdin: bool,
+    as_json: bool,
+) -> None:
+    """Attach to an OpenAI-compatible server Roundhouse does not run (LM Studio, Jan,
+    LocalAI, another machine). `roundhouse engines stop ID` detaches it again."""
+    import sys
+
+    from roundhouse.api.instances import AddEndpointRequest
+    from roundhouse.cli.output import console, fail, print_json
+
+    key: str | None = None
+    if api_key_stdin:
+        key = sys.stdin.readline().strip() or None
+    elif ask_key:
+        key = click.prompt("API key", hide_input=True, default="", show_default=False) or None
+    if key is not None and not key.isprintable():
+        fail("The API key has characters that cannot be sent in a header.")
+
+    async def main() -> InstanceInfo:
+        async with _client(ctx) as client:
+            return await client.add_endpoint(AddEndpointRequest(url=url, api_key=key, name=name))
+
+    info = _run(main())
+    if as_json:
+        print_json(info)
+        return
+    served = ", ".join(info.models) or "no model listed"
+    console.print(f"Attached {info.id}: {info.base_url} serves {served}.", highlight=False)
 
 
 @engines.command()

@@ -15,6 +15,7 @@ from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAcc
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory, HardwareSample, SampleHistory
 from roundhouse.api.instances import (
+    AddEndpointRequest,
     InstanceInfo,
     InstanceList,
     InstanceLogs,
@@ -132,10 +133,20 @@ class DaemonClient:
     async def instance(self, instance_id: str) -> InstanceInfo:
         return await self._request("GET", f"/instances/{instance_id}", InstanceInfo)
 
-    async def stop_instance(self, instance_id: str) -> InstanceInfo:
+    async def stop_instance(self, instance_id: str, *, force: bool = False) -> InstanceInfo:
+        """Stop an instance; `force` also stops an engine Roundhouse did not start."""
+        params = {"force": "true"} if force else {}
         return await self._request(
-            "DELETE", f"/instances/{instance_id}", InstanceInfo, timeout=STOP_TIMEOUT
+            "DELETE", f"/instances/{instance_id}", InstanceInfo, timeout=STOP_TIMEOUT, params=params
         )
+
+    async def scan_instances(self) -> InstanceList:
+        """Look for engines running without Roundhouse; every instance, with those found."""
+        return await self._request("POST", "/instances/scan", InstanceList, timeout=STOP_TIMEOUT)
+
+    async def add_endpoint(self, request: AddEndpointRequest) -> InstanceInfo:
+        body = request.model_dump_json(exclude_none=True)
+        return await self._request("POST", "/endpoints", InstanceInfo, content=body, headers=JSON)
 
     async def restart_instance(self, instance_id: str) -> InstanceInfo:
         return await self._request(

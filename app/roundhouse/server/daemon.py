@@ -23,6 +23,7 @@ from roundhouse.api.engines import DetectedEngine, EngineId, EnginesOverview, En
 from roundhouse.api.settings import LeftoverAction, Settings
 from roundhouse.base.paths import Home
 from roundhouse.core.errors import NotFoundError, RoundhouseError
+from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import EngineResolver, InstanceService
@@ -112,7 +113,12 @@ def instance_service(home: Home, settings: Settings, services: DaemonServices) -
         ready_timeout_s=settings.engines.ready_timeout_s,
         hf_hub_cache=models_dir(settings),
     )
-    return InstanceService(manager, PresetStore(home.config_dir), engine_resolver(services))
+    return InstanceService(
+        manager,
+        PresetStore(home.config_dir),
+        engine_resolver(services),
+        endpoints=EndpointStore(home.config_dir),
+    )
 
 
 def default_hardware(home: Home, settings: Settings) -> HardwareSource:
@@ -251,7 +257,7 @@ async def _serve(
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
     # Engines an earlier daemon left: adopted or stopped before any new one starts.
-    recovery = asyncio.create_task(instances.recover(), name="instance-recovery")
+    recovery = asyncio.create_task(_recover_then_scan(instances), name="instance-recovery")
     discovery = Discovery(
         url=url,
         pid=os.getpid(),
@@ -274,6 +280,15 @@ async def _serve(
         await sampler.stop()
         await asyncio.to_thread(hardware.close)
         log.info("Daemon stopped after %.1f s", time.monotonic() - started)
+
+
+async def _recover_then_scan(instances: InstanceService) -> None:
+    await instances.recover()
+    # Then what runs without us, so it is listed before anyone asks.
+    try:
+        await instances.scan_external()
+    except Exception:
+        log.exception("Looking for engines already running failed")
 
 
 def print_ready(discovery: Discovery) -> None:

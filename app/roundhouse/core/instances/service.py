@@ -21,7 +21,9 @@ from roundhouse.api.engines import (
     InstanceOptions,
     LaunchParams,
 )
+from roundhouse.api.external import AttachSource, ExternalEngine
 from roundhouse.api.instances import (
+    AddEndpointRequest,
     ExitInfo,
     InstanceInfo,
     InstanceLogs,
@@ -29,12 +31,15 @@ from roundhouse.api.instances import (
     InstanceStatus,
     StartRequest,
 )
+from roundhouse.core.engines.attach import find_running_engines, probe_openai_endpoint
 from roundhouse.core.engines.launch import build_launch
 from roundhouse.core.errors import ConflictError, NotFoundError, RoundhouseError
+from roundhouse.core.instances.endpoints import EndpointStore, SavedEndpoint, endpoint_id
 from roundhouse.core.instances.manager import (
     Instance,
     InstanceManager,
     new_instance_id,
+    terminate_tree,
 )
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.ports import bind_listener
@@ -53,6 +58,19 @@ log = logging.getLogger(__name__)
 
 # Finds the installed engine for an id, or raises NotFoundError saying how to install it.
 EngineResolver = Callable[[EngineId], Awaitable[tuple[EngineSpec, DetectedEngine]]]
+# Finds engines already running that are not ours (the pids given are ours).
+Scanner = Callable[[frozenset[int]], Awaitable[list[ExternalEngine]]]
+# Reads, writes and deletes secrets (the OS keyring); blocking calls.
+SecretGet = Callable[[str], "str | None"]
+SecretSet = Callable[[str, str], None]
+SecretDelete = Callable[[str], bool]
+# An engine we did not start gets this long to stop after SIGTERM.
+EXTERNAL_STOP_GRACE_S = 10.0
+
+
+async def scan_this_machine(ours: frozenset[int]) -> list[ExternalEngine]:
+    return await find_running_engines(exclude_pids=ours)
+
 
 # Failed instances stay listed (with why) until dismissed; only the latest few.
 MAX_FAILED_KEPT = 20
@@ -89,6 +107,10 @@ class _Entry:
     task: asyncio.Task[None] | None = None
     policy: RestartPolicy = field(default_factory=RestartPolicy)
     ended_at: float = 0.0
+    found_by: AttachSource | None = None
+    name: str | None = None
+    needs_api_key: bool = False
+    probe_status: str | None = None
 
 
 class InstanceService:
@@ -101,10 +123,17 @@ class InstanceService:
         resolve: EngineResolver,
         *,
         restart_policy: Callable[[], RestartPolicy] = RestartPolicy,
+        endpoints: EndpointStore | None = None,
+        scanner: Scanner = scan_this_machine,
+        secrets: tuple[SecretGet, SecretSet, SecretDelete] | None = None,
     ) -> None:
         self._manager = manager
         self.presets = presets
         self._resolve = resolve
+        self._endpoints = endpoints
+        self._scanner = scanner
+        self._secrets = secrets
+        self._scan_lock = asyncio.Lock()
         self._new_policy = restart_policy
         self._entries: dict[str, _Entry] = {}
         self._recovered = asyncio.Event()
@@ -232,7 +261,7 @@ class InstanceService:
 
     # -- look ---------------------------------------------------------------------------
 
-    def list(self) -> list[InstanceInfo]:
+    def all(self) -> list[InstanceInfo]:
         entries = sorted(self._entries.values(), key=lambda e: e.started_at)
         return [self.info(e.id) for e in entries]
 
@@ -255,7 +284,7 @@ class InstanceService:
             started_at=entry.started_at,
             ready_at=entry.ready_at,
             waited_s=round(progress.elapsed_s, 1) if progress else None,
-            probe_status=progress.last_status if progress else None,
+            probe_status=progress.last_status if progress else entry.probe_status,
             rss_bytes=_tree_rss(entry.pid) if entry.status != InstanceStatus.FAILED else None,
             restarts=entry.restarts,
             last_exit=_exit_info(last_exit) if last_exit else None,
@@ -264,6 +293,9 @@ class InstanceService:
             options=entry.options,
             argv=list(entry.argv),
             log_path=entry.log_path,
+            found_by=entry.found_by,
+            name=entry.name,
+            needs_api_key=entry.needs_api_key,
         )
 
     def logs(self, instance_id: str, since: int = 0, limit: int = 500) -> InstanceLogs:
@@ -282,7 +314,12 @@ class InstanceService:
         )
 
     def running_pids(self) -> set[int]:
-        return {e.pid for e in self._entries.values() if e.pid is not None}
+        """Pids of the engines this daemon runs (started or adopted), not external ones."""
+        return {
+            e.pid
+            for e in self._entries.values()
+            if e.pid is not None and e.origin != InstanceOrigin.EXTERNAL
+        }
 
     def _entry(self, instance_id: str) -> _Entry:
         try:
@@ -304,17 +341,48 @@ class InstanceService:
 
     # -- stop ---------------------------------------------------------------------------
 
-    async def stop(self, instance_id: str) -> InstanceInfo:
+    async def stop(self, instance_id: str, *, force: bool = False) -> InstanceInfo:
         """Stop the instance (gracefully, then its whole tree) and forget it.
 
-        A failed one is only dismissed. Returns its last state, with how it ended.
+        A failed one is only dismissed; an added endpoint is detached. An engine Roundhouse
+        did not start is stopped only with `force` (the user confirmed). Returns its last
+        state, with how it ended.
         """
         entry = self._entry(instance_id)
-        if entry.status != InstanceStatus.FAILED:
+        if entry.origin == InstanceOrigin.EXTERNAL:
+            await self._stop_external(entry, force)
+        elif entry.status != InstanceStatus.FAILED:
             await self._stop_entry(entry)
         info = self.info(instance_id)
         self._entries.pop(instance_id, None)
         return info.model_copy(update={"rss_bytes": None})
+
+    async def _stop_external(self, entry: _Entry, force: bool) -> None:
+        if entry.found_by == AttachSource.USER_ENDPOINT:
+            await self._forget_endpoint(entry.base_url)
+            return
+        who = f"pid {entry.pid}" if entry.pid else "an unknown process"
+        if not force:
+            raise ConflictError(
+                f"Roundhouse did not start this {entry.engine.value} ({who} at "
+                f"{entry.base_url}), and other programs may use it. Stop it anyway with "
+                f"`roundhouse engines stop {entry.id} --force`, or confirm in the app."
+            )
+        if entry.pid is None:
+            raise ConflictError(
+                f"The process serving {entry.base_url} is not known (the system hides it), "
+                "so Roundhouse cannot stop it: stop it where it was started."
+            )
+        entry.status = InstanceStatus.STOPPING
+        try:
+            process = psutil.Process(entry.pid)
+        except psutil.NoSuchProcess:
+            return
+        except psutil.AccessDenied as exc:
+            raise ConflictError(
+                f"The system does not let Roundhouse stop pid {entry.pid} (another user's?)."
+            ) from exc
+        await terminate_tree(process, EXTERNAL_STOP_GRACE_S)
 
     async def restart(self, instance_id: str) -> InstanceInfo:
         """Stop it if it runs, then start it again with the same options and id."""
@@ -359,7 +427,11 @@ class InstanceService:
         self._closing = True
         if self._health_task is not None:
             self._health_task.cancel()
-        entries = [e for e in self._entries.values() if e.status != InstanceStatus.FAILED]
+        entries = [
+            e
+            for e in self._entries.values()
+            if e.status != InstanceStatus.FAILED and e.origin != InstanceOrigin.EXTERNAL
+        ]
         results = await asyncio.gather(
             *(self._stop_entry(e) for e in entries), return_exceptions=True
         )
@@ -368,6 +440,114 @@ class InstanceService:
                 log.error("Stopping instance %s failed: %s", entry.id, result)
         # Whatever the manager still holds (adopted ones not in entries): stop too.
         await self._manager.stop_all()
+
+    # -- attach ---------------------------------------------------------------------------
+
+    async def scan_external(self) -> list[InstanceInfo]:
+        """Look again for engines that run without us, and re-probe added endpoints."""
+        async with self._scan_lock:
+            ours = frozenset(self.running_pids())
+            found, endpoints = await asyncio.gather(self._scanner(ours), self._probe_endpoints())
+            for old in [e for e in self._entries.values() if e.origin == InstanceOrigin.EXTERNAL]:
+                if old.status != InstanceStatus.STOPPING:
+                    self._entries.pop(old.id, None)
+            for engine in found:
+                if engine.pid is not None and engine.pid in ours:
+                    continue
+                self._add_external(engine)
+            for saved, engine in endpoints:
+                self._add_external(engine, saved)
+        return [
+            self.info(e.id) for e in self._entries.values() if e.origin == InstanceOrigin.EXTERNAL
+        ]
+
+    async def add_endpoint(self, request: AddEndpointRequest) -> InstanceInfo:
+        """Probe an OpenAI-compatible server, remember it (its key in the keyring), list it."""
+        if self._endpoints is None:
+            raise ConflictError("This daemon keeps no endpoints.")
+        engine = await probe_openai_endpoint(request.url, request.api_key)
+        saved = SavedEndpoint(
+            url=engine.base_url,
+            name=request.name or engine.base_url,
+            has_key=bool(request.api_key),
+        )
+        if request.api_key:
+            setter = self._secret_fns()[1]
+            await asyncio.to_thread(setter, saved.secret_name, request.api_key)
+        await asyncio.to_thread(self._endpoints.save, saved)
+        return self.info(self._add_external(engine, saved))
+
+    async def endpoint_key(self, instance_id: str) -> str | None:
+        """The API key of an added endpoint (for the gateway), None when it has none."""
+        entry = self._entry(instance_id)
+        if self._endpoints is None or entry.found_by != AttachSource.USER_ENDPOINT:
+            return None
+        getter = self._secret_fns()[0]
+        return await asyncio.to_thread(getter, f"endpoint:{entry.base_url}")
+
+    async def _probe_endpoints(self) -> list[tuple[SavedEndpoint, ExternalEngine]]:
+        if self._endpoints is None:
+            return []
+        saved = await asyncio.to_thread(self._endpoints.load)
+
+        async def probe(endpoint: SavedEndpoint) -> tuple[SavedEndpoint, ExternalEngine]:
+            try:
+                key = None
+                if endpoint.has_key:
+                    key = await asyncio.to_thread(self._secret_fns()[0], endpoint.secret_name)
+                return endpoint, await probe_openai_endpoint(endpoint.url, key)
+            except RoundhouseError as exc:
+                down = ExternalEngine(
+                    engine=EngineId.OPENAI_COMPATIBLE,
+                    base_url=endpoint.url,
+                    found_by=AttachSource.USER_ENDPOINT,
+                    healthy=False,
+                    status=exc.detail,
+                )
+                return endpoint, down
+
+        return list(await asyncio.gather(*(probe(e) for e in saved)))
+
+    async def _forget_endpoint(self, url: str) -> None:
+        assert self._endpoints is not None
+        saved = {e.url: e for e in await asyncio.to_thread(self._endpoints.load)}
+        endpoint = saved.get(url)
+        await asyncio.to_thread(self._endpoints.remove, url)
+        if endpoint is not None and endpoint.has_key:
+            with contextlib.suppress(RoundhouseError):
+                await asyncio.to_thread(self._secret_fns()[2], endpoint.secret_name)
+
+    def _secret_fns(self) -> tuple[SecretGet, SecretSet, SecretDelete]:
+        if self._secrets is not None:
+            return self._secrets
+        from roundhouse.core import secrets
+
+        return (secrets.get_secret, secrets.set_secret, secrets.delete_secret)
+
+    def _add_external(self, engine: ExternalEngine, saved: SavedEndpoint | None = None) -> str:
+        entry_id = endpoint_id(engine.base_url)
+        host, _, port = engine.base_url.split("://", 1)[1].split("/", 1)[0].rpartition(":")
+        self._entries[entry_id] = _Entry(
+            id=entry_id,
+            engine=engine.engine,
+            origin=InstanceOrigin.EXTERNAL,
+            status=InstanceStatus.READY if engine.healthy else InstanceStatus.UNHEALTHY,
+            host=host.strip("[]") or "?",
+            port=int(port)
+            if port.isdigit()
+            else (443 if engine.base_url.startswith("https") else 80),
+            base_url=engine.base_url,
+            started_at=time.time(),
+            model=engine.model_ids[0] if engine.model_ids else None,
+            models=tuple(engine.model_ids),
+            pid=engine.pid,
+            argv=tuple(engine.cmdline),
+            found_by=engine.found_by,
+            name=saved.name if saved else engine.process_name,
+            needs_api_key=engine.needs_api_key,
+            probe_status=engine.status or None,
+        )
+        return entry_id
 
     # -- recover ------------------------------------------------------------------------
 
@@ -413,15 +593,15 @@ class InstanceService:
             await asyncio.sleep(self.health_interval_s)
             for entry in list(self._entries.values()):
                 self._check_adopted_alive(entry)
+                if entry.origin == InstanceOrigin.EXTERNAL:
+                    continue  # a scan refreshes those
                 if entry.status not in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
                     continue
                 with contextlib.suppress(NotFoundError):
                     healthy = await self._manager.check_health(entry.id)
                     # It may have been stopped while the probe ran.
                     if entry.status in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
-                        entry.status = (
-                            InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
-                        )
+                        entry.status = InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
 
 
 def _on_progress(entry: _Entry, progress: Progress) -> None:

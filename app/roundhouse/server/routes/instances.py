@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import (
+    AddEndpointRequest,
     InstanceInfo,
     InstanceList,
     InstanceLogs,
@@ -20,7 +21,7 @@ router = APIRouter(tags=["instances"])
 
 @router.get("/instances", response_model=InstanceList)
 async def list_instances(services: Services) -> InstanceList:
-    return InstanceList(instances=services.instance_service().list())
+    return InstanceList(instances=services.instance_service().all())
 
 
 @router.post("/instances", response_model=InstanceInfo, status_code=202)
@@ -35,10 +36,29 @@ async def get_instance(instance_id: str, services: Services) -> InstanceInfo:
     return services.instance_service().info(instance_id)
 
 
+@router.post("/instances/scan", response_model=InstanceList)
+async def scan_instances(services: Services) -> InstanceList:
+    """Look for engines running without Roundhouse, and probe added endpoints again."""
+    await services.instance_service().scan_external()
+    return InstanceList(instances=services.instance_service().all())
+
+
+@router.post("/endpoints", response_model=InstanceInfo, status_code=201)
+async def add_endpoint(request: AddEndpointRequest, services: Services) -> InstanceInfo:
+    """Attach to an OpenAI-compatible server (LM Studio, Jan, another machine); the key goes
+    to the OS keyring."""
+    return await services.instance_service().add_endpoint(request)
+
+
 @router.delete("/instances/{instance_id}", response_model=InstanceInfo)
-async def stop_instance(instance_id: str, services: Services) -> InstanceInfo:
-    """Stop the instance gracefully, then its whole process tree; a failed one is dismissed."""
-    return await services.instance_service().stop(instance_id)
+async def stop_instance(
+    instance_id: str,
+    services: Services,
+    force: bool = Query(default=False, description="also stop an engine Roundhouse did not start"),
+) -> InstanceInfo:
+    """Stop the instance gracefully, then its whole process tree; a failed one is dismissed,
+    an added endpoint detached. An external engine needs `force` (the user confirmed)."""
+    return await services.instance_service().stop(instance_id, force=force)
 
 
 @router.post("/instances/{instance_id}/restart", response_model=InstanceInfo, status_code=202)
