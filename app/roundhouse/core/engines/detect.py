@@ -20,6 +20,8 @@ from roundhouse.api.engines import (
 )
 from roundhouse.core.engines.catalog import load_catalog, platform_for, platforms_in_words
 from roundhouse.core.engines.host import EngineHost
+from roundhouse.core.engines.install.hints import install_hint
+from roundhouse.core.engines.install.layout import CURRENT_FILE, VENVS_DIR, venv_python
 from roundhouse.core.engines.versions import (
     ParsedVersion,
     parse_dotted,
@@ -98,9 +100,16 @@ def detect_engine(
     candidates, looked_in = _candidates(host, spec, managed_dir)
     found = [_inspect(host, spec, c) for c in candidates]
     reasons: list[str] = []
+    # Roundhouse's own environment for this engine comes first, as its own builds do.
+    managed_python = _managed_python(host, spec, managed_dir)
+    pythons = [managed_python, *pythons] if managed_python else list(pythons)
     for python in dict.fromkeys(pythons) if spec.python_modules else ():
         looked_in.append(f"Python {python}")
         hit, reason = _in_python(host, spec, python)
+        if hit is not None and python == managed_python:
+            hit = hit.model_copy(
+                update={"found_by": FoundBy.MANAGED, "where": "Roundhouse's engines folder"}
+            )
         if hit is not None:
             found.append(hit)
         else:
@@ -112,7 +121,10 @@ def detect_engine(
     if found:
         return found, None
     return [], MissingEngine(
-        id=spec.id, why=_why_missing(spec, pythons, reasons), looked_in=looked_in
+        id=spec.id,
+        why=_why_missing(spec, pythons, reasons),
+        looked_in=looked_in,
+        install_hint=install_hint(spec, host.system),
     )
 
 
@@ -126,12 +138,18 @@ def _candidates(
     if managed_dir and spec.managed_subdir:
         base = _join(host, managed_dir, spec.managed_subdir)
         looked_in.append(str(base))
-        versions = sorted(host.list_dir(str(base)) or [], key=version_key, reverse=True)
+        # Dot-names are unfinished installs and removals in progress, never builds.
+        listed = [v for v in host.list_dir(str(base)) or [] if not v.startswith(".")]
+        versions = sorted(listed, key=version_key, reverse=True)
+        current = (host.first_line(str(base / CURRENT_FILE)) or "").strip() or None
+        if current in versions:
+            versions = [current, *(v for v in versions if v != current)]
         for version in versions:
             for name in names:
                 for path in (base / version / name, base / version / "bin" / name):
                     if host.is_file(str(path)):
-                        where = f"Roundhouse's engines folder ({version})"
+                        label = f"{version}, current" if version == current else version
+                        where = f"Roundhouse's engines folder ({label})"
                         out.append(_Candidate(str(path), FoundBy.MANAGED, where))
     for name in spec.executables:
         looked_in.append(f"PATH ({name})")
@@ -150,6 +168,14 @@ def _candidates(
     unique = {_same_file_key(host, c.path): c for c in reversed(out)}
     ordered = [c for c in out if unique[_same_file_key(host, c.path)] is c]
     return ordered, looked_in
+
+
+def _managed_python(host: EngineHost, spec: EngineSpec, managed_dir: str | None) -> str | None:
+    if not managed_dir or not spec.python_modules:
+        return None
+    venv = _join(host, managed_dir, VENVS_DIR, spec.id.value)
+    python = str(venv_python(venv, host.system))
+    return python if host.is_file(python) else None
 
 
 def _inspect(host: EngineHost, spec: EngineSpec, cand: _Candidate) -> DetectedEngine:

@@ -1,0 +1,1 @@
+"""Tests of engine installs: llama.cpp release builds and managed Python environments."""
