@@ -98,3 +98,33 @@ class OllamaLoadedModel(_Frozen):
     def gpu_share(self) -> float:
         """Share of the model in GPU memory: 1.0 all on the GPU, 0.0 all on the CPU."""
         return self.size_vram / self.size if self.size else 0.0
+
+
+class OllamaModelList(_Frozen):
+    """`GET /api/v1/ollama/models`: the models of the Ollama at `base_url`."""
+
+    base_url: str
+    models: list[OllamaModel]
+
+
+class OllamaLoadedList(_Frozen):
+    """`GET /api/v1/ollama/ps`: what that Ollama holds in memory now."""
+
+    base_url: str
+    models: list[OllamaLoadedModel]
+
+
+class OllamaPullRequest(_Frozen):
+    model: str = Field(min_length=1, description="a tag such as 'qwen2.5:0.5b'")
+
+
+class OllamaLoadRequest(_Frozen):
+    model: str = Field(min_length=1)
+    keep_alive: str | int | None = Field(
+        default=None, description="seconds, a duration such as '10m', or -1 to keep it loaded"
+    )
+    context_length: int | None = Field(default=None, ge=1)
+
+
+class OllamaModelRef(_Frozen):
+    model: str = Field(min_length=1)

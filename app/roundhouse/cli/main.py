@@ -148,6 +148,9 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
     show_from_daemon(ctx, as_json, lambda c: c.hardware(refresh=refresh), inventory_view)
 
 
-from roundhouse.cli.engines_commands import engines  # noqa: E402  (after `cli` on purpose)
+# After `cli` on purpose: the groups only import click at load.
+from roundhouse.cli.engines_commands import engines  # noqa: E402
+from roundhouse.cli.ollama_commands import ollama  # noqa: E402
 
 cli.add_command(engines)
+cli.add_command(ollama)

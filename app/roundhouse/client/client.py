@@ -23,6 +23,15 @@ from roundhouse.api.instances import (
     PresetList,
     StartRequest,
 )
+from roundhouse.api.ollama import (
+    OllamaLoadedList,
+    OllamaLoadRequest,
+    OllamaModelList,
+    OllamaModelRef,
+    OllamaPullProgress,
+    OllamaPullRequest,
+    OllamaShownModel,
+)
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.client.errors import ApiError, DaemonUnreachableError
@@ -173,25 +182,85 @@ class DaemonClient:
         params = {"engine": engine, "model": model, "name": name}
         await self._send("DELETE", "/presets", params=params)
 
+    # -- Ollama (the one serving, or `instance`) -------------------------------------------
+
+    @staticmethod
+    def _instance(instance: str | None) -> dict[str, str]:
+        return {"instance": instance} if instance else {}
+
+    async def ollama_models(self, instance: str | None = None) -> OllamaModelList:
+        params = self._instance(instance)
+        return await self._request("GET", "/ollama/models", OllamaModelList, params=params)
+
+    async def ollama_loaded(self, instance: str | None = None) -> OllamaLoadedList:
+        params = self._instance(instance)
+        return await self._request("GET", "/ollama/ps", OllamaLoadedList, params=params)
+
+    async def ollama_show(self, model: str, instance: str | None = None) -> OllamaShownModel:
+        params = {"model": model, **self._instance(instance)}
+        return await self._request("GET", "/ollama/show", OllamaShownModel, params=params)
+
+    async def ollama_delete(self, model: str, instance: str | None = None) -> None:
+        body = OllamaModelRef(model=model).model_dump_json()
+        params = self._instance(instance)
+        await self._send("POST", "/ollama/delete", content=body, headers=JSON, params=params)
+
+    async def ollama_load(self, request: OllamaLoadRequest, instance: str | None = None) -> None:
+        body = request.model_dump_json(exclude_none=True)
+        # A load waits until the model is in memory: minutes for a big one.
+        await self._send(
+            "POST",
+            "/ollama/load",
+            content=body,
+            headers=JSON,
+            params=self._instance(instance),
+            timeout=httpx.Timeout(600.0, connect=2.0),
+        )
+
+    async def ollama_unload(self, model: str, instance: str | None = None) -> None:
+        body = OllamaModelRef(model=model).model_dump_json()
+        params = self._instance(instance)
+        await self._send("POST", "/ollama/unload", content=body, headers=JSON, params=params)
+
+    async def ollama_pull(
+        self, model: str, instance: str | None = None
+    ) -> AsyncIterator[OllamaPullProgress]:
+        """Each progress line of the pull; raises ApiError when the pull fails."""
+        body = OllamaPullRequest(model=model).model_dump_json()
+        stream = self._stream(
+            "/ollama/pull",
+            ("progress", "error"),
+            method="POST",
+            content=body,
+            headers=JSON,
+            params=self._instance(instance),
+        )
+        async for name, data in stream:
+            if name == "error":
+                raise ApiError(Problem.model_validate_json(data))
+            yield OllamaPullProgress.model_validate_json(data)
+
     async def samples(self, since: float | None = None) -> SampleHistory:
         params = {"since": str(since)} if since is not None else {}
         return await self._request("GET", "/hardware/samples", SampleHistory, params=params)
 
     async def stream_samples(self) -> AsyncIterator[HardwareSample]:
         """Every new hardware sample, as the daemon takes it, until the stream ends."""
-        async for data in self._stream("/hardware/samples/stream", "sample"):
+        async for _, data in self._stream("/hardware/samples/stream", ("sample",)):
             yield HardwareSample.model_validate_json(data)
 
-    async def _stream(self, path: str, event_name: str) -> AsyncIterator[str]:
+    async def _stream(
+        self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
+    ) -> AsyncIterator[tuple[str, str]]:
         timeout = httpx.Timeout(10.0, connect=2.0, read=None)
         try:
-            async with aconnect_sse(self._http, "GET", path, timeout=timeout) as source:
+            async with aconnect_sse(self._http, method, path, timeout=timeout, **kwargs) as source:
                 if not source.response.is_success:
                     await source.response.aread()
                     _raise_for_problem(source.response)
                 async for sse in source.aiter_sse():
-                    if sse.event == event_name:
-                        yield sse.data
+                    if sse.event in event_names:
+                        yield sse.event, sse.data
         except httpx.TransportError as exc:
             raise DaemonUnreachableError(
                 f"The live stream from the daemon at {self.base_url} broke ({type(exc).__name__})."
