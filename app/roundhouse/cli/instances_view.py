@@ -9,6 +9,7 @@ from pathlib import PurePath
 from rich.table import Table
 
 from roundhouse.api.engines import InstanceOptions
+from roundhouse.api.installs import BuildList
 from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceStatus, PresetList
 from roundhouse.base.units import format_bytes, format_duration
 
@@ -80,3 +81,24 @@ def options_summary(options: InstanceOptions | None) -> str:
 
 def uptime(info: InstanceInfo, now: Callable[[], float] = time.time) -> float:
     return max(0.0, now() - (info.ready_at or info.started_at))
+
+
+def builds_view(answer: BuildList) -> Table | str:
+    if not answer.builds:
+        return (
+            "No llama.cpp build installed by Roundhouse. "
+            "Install one: `roundhouse engines install llama.cpp`."
+        )
+    table = Table(title="llama.cpp builds", title_justify="left")
+    for column in ("Tag", "Current", "Backend", "Asset", "Folder"):
+        table.add_column(column)
+    for build in answer.builds:
+        backend = build.backend.value if build.backend else "—"
+        if build.backend_version:
+            backend += f" {build.backend_version}"
+        table.add_row(
+            build.tag, "yes" if build.current else "", backend, build.asset or "—", build.path
+        )
+    if answer.partials:
+        table.caption = "Resumable downloads: " + ", ".join(answer.partials)
+    return table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import AsyncIterator
 from functools import cache
@@ -14,6 +15,13 @@ from pydantic import BaseModel, ValidationError
 from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAccepted
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory, HardwareSample, SampleHistory
+from roundhouse.api.installs import (
+    BuildList,
+    InstalledBuild,
+    InstallJob,
+    InstallJobList,
+    InstallRequest,
+)
 from roundhouse.api.instances import (
     AddEndpointRequest,
     InstanceInfo,
@@ -181,6 +189,44 @@ class DaemonClient:
     async def delete_preset(self, engine: str, model: str, name: str = "default") -> None:
         params = {"engine": engine, "model": model, "name": name}
         await self._send("DELETE", "/presets", params=params)
+
+    # -- installs -------------------------------------------------------------------------
+
+    async def install_engine(self, engine: str, request: InstallRequest) -> InstallJob:
+        """Start installing `engine` on the daemon's machine; follow the job it returns."""
+        body = request.model_dump_json(exclude_none=True)
+        path = f"/engines/{engine}/install"
+        return await self._request("POST", path, InstallJob, content=body, headers=JSON)
+
+    async def install_jobs(self) -> InstallJobList:
+        return await self._request("GET", "/installs", InstallJobList)
+
+    async def install_job(self, job_id: str) -> InstallJob:
+        return await self._request("GET", f"/installs/{job_id}", InstallJob)
+
+    async def cancel_install(self, job_id: str) -> InstallJob:
+        return await self._request("DELETE", f"/installs/{job_id}", InstallJob)
+
+    async def follow_install(self, job_id: str) -> AsyncIterator[InstallJob]:
+        """The job at each change, until it ends."""
+        async for _, data in self._stream(f"/installs/{job_id}/stream", ("job",)):
+            yield InstallJob.model_validate_json(data)
+
+    async def llamacpp_builds(self) -> BuildList:
+        return await self._request("GET", "/engines/llama.cpp/builds", BuildList)
+
+    async def switch_llamacpp_build(self, tag: str) -> InstalledBuild:
+        body = json.dumps({"tag": tag})
+        path = "/engines/llama.cpp/builds/current"
+        return await self._request("PUT", path, InstalledBuild, content=body, headers=JSON)
+
+    async def remove_llamacpp_build(self, tag: str, *, force: bool = False) -> BuildList:
+        params = {"force": "true"} if force else {}
+        path = f"/engines/llama.cpp/builds/{tag}"
+        return await self._request("DELETE", path, BuildList, params=params, timeout=STOP_TIMEOUT)
+
+    async def remove_engine_venv(self, engine: str) -> None:
+        await self._send("DELETE", f"/engines/{engine}/venv", timeout=STOP_TIMEOUT)
 
     # -- Ollama (the one serving, or `instance`) -------------------------------------------
 

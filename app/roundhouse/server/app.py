@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from roundhouse.api.daemon import API_PREFIX
 from roundhouse.server.deps import require_token
 from roundhouse.server.problems import install_problem_handlers
-from roundhouse.server.routes import daemon, engines, hardware, instances, ollama
+from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
 from roundhouse.server.security import HostGuard
 from roundhouse.server.services import DaemonServices
 
@@ -24,6 +24,7 @@ def create_app(services: DaemonServices) -> FastAPI:
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(require_token)])
     api.include_router(daemon.router)
     api.include_router(hardware.router)
+    api.include_router(installs.router)
     api.include_router(engines.router)
     api.include_router(instances.router)
     api.include_router(ollama.router)

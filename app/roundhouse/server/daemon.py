@@ -22,6 +22,7 @@ from roundhouse.api.discovery import read_discovery, write_discovery
 from roundhouse.api.engines import DetectedEngine, EngineId, EnginesOverview, EngineSpec
 from roundhouse.api.settings import LeftoverAction, Settings
 from roundhouse.base.paths import Home
+from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.manager import InstanceManager
@@ -253,6 +254,11 @@ async def _serve(
     )
     server = _Server(config, on_exit=services.stopping.set)
     services.instances = instances = instance_service(home, settings, services)
+    services.installs = installs = InstallJobs(
+        home.data_dir / "engines",
+        services.inventory,
+        lambda: services.engines(refresh=True),
+    )
     sampler.start()
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
@@ -277,6 +283,7 @@ async def _serve(
         await recovery
         # A daemon that stops takes its engines with it: nothing is left running unseen.
         await instances.stop_all()
+        await installs.close()
         await sampler.stop()
         await asyncio.to_thread(hardware.close)
         log.info("Daemon stopped after %.1f s", time.monotonic() - started)

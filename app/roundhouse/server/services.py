@@ -12,6 +12,7 @@ from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
+from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.sampler import Sampler
 
@@ -41,6 +42,7 @@ class DaemonServices:
     detect_engines: EngineDetector
     # Set by the composition root once the services exist (it resolves engines through them).
     instances: InstanceService | None = None
+    installs: InstallJobs | None = None
     started_at: float = field(default_factory=time.time)
     url: str = ""
     pid: int = 0
@@ -70,3 +72,8 @@ class DaemonServices:
         if self.instances is None:
             raise RuntimeError("the daemon was built without an instance service")
         return self.instances
+
+    def install_jobs(self) -> InstallJobs:
+        if self.installs is None:
+            raise RuntimeError("the daemon was built without install jobs")
+        return self.installs

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from roundhouse.api.hardware import CpuInfo, GpuInfo, HardwareInventory, MemoryInfo
-from roundhouse.core.engines.install.models import InstallProgress
+from roundhouse.api.installs import InstallProgress
 from tests.fakes.releases.server import ReleaseServer
 
 T = TypeVar("T")

@@ -24,7 +24,7 @@ from roundhouse.core.engines.install.errors import (
 from roundhouse.core.engines.install.layout import CURRENT_FILE, INSTALL_RECORD
 from roundhouse.core.engines.install.llamacpp import install_llamacpp, plan_llamacpp_install
 from roundhouse.core.engines.install.managed import ManagedBuilds
-from roundhouse.core.engines.install.models import (
+from roundhouse.api.installs import (
     Backend,
     InstallPlan,
     InstallProgress,

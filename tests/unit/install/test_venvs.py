@@ -16,7 +16,7 @@ from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.detect import detect_engine
 from roundhouse.core.engines.host import LocalEngineHost
 from roundhouse.core.engines.install.errors import InstallError, PipError
-from roundhouse.core.engines.install.models import InstallStage
+from roundhouse.api.installs import InstallStage
 from roundhouse.core.engines.install.venvs import (
     install_python_engine,
     managed_python,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from roundhouse.api.hardware import GpuInfo, GpuVendor
-from roundhouse.core.engines.install.models import AssetChoice, Backend, ReleaseAsset
+from roundhouse.api.installs import AssetChoice, Backend, ReleaseAsset
 from roundhouse.core.errors import NotFoundError
 from roundhouse.core.hardware.host import normalize_arch
 

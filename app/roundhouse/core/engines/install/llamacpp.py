@@ -17,13 +17,7 @@ import httpx
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.hardware import HardwareInventory
-from roundhouse.core.engines.install.archive import extract_archive
-from roundhouse.core.engines.install.assets import choose_asset
-from roundhouse.core.engines.install.download import download_file, fsync_file, parse_digest
-from roundhouse.core.engines.install.errors import ChecksumError, InstallError
-from roundhouse.core.engines.install.layout import INSTALL_RECORD
-from roundhouse.core.engines.install.managed import ManagedBuilds
-from roundhouse.core.engines.install.models import (
+from roundhouse.api.installs import (
     Backend,
     InstalledBuild,
     InstallPlan,
@@ -32,6 +26,12 @@ from roundhouse.core.engines.install.models import (
     ProgressCallback,
     ReleaseAsset,
 )
+from roundhouse.core.engines.install.archive import extract_archive
+from roundhouse.core.engines.install.assets import choose_asset
+from roundhouse.core.engines.install.download import download_file, fsync_file, parse_digest
+from roundhouse.core.engines.install.errors import ChecksumError, InstallError
+from roundhouse.core.engines.install.layout import INSTALL_RECORD
+from roundhouse.core.engines.install.managed import ManagedBuilds
 from roundhouse.core.engines.install.releases import fetch_release
 from roundhouse.core.engines.install.threads import check, run_stoppable
 from roundhouse.core.errors import ConflictError

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from roundhouse.api.installs import Backend, InstalledBuild
 from roundhouse.base.files import write_atomic
 from roundhouse.core.engines.install.layout import (
     CURRENT_FILE,
@@ -20,7 +21,6 @@ from roundhouse.core.engines.install.layout import (
     is_safe_tag,
 )
 from roundhouse.core.engines.install.locks import BusyLock
-from roundhouse.core.engines.install.models import Backend, InstalledBuild
 from roundhouse.core.engines.versions import version_key
 from roundhouse.core.errors import ConflictError, InvalidInputError, NotFoundError
 

@@ -11,9 +11,9 @@ import httpx
 from pydantic import ValidationError
 
 from roundhouse import __version__
+from roundhouse.api.installs import Release, ReleaseAsset
 from roundhouse.core.engines.install.errors import DownloadError, InstallError
 from roundhouse.core.engines.install.layout import is_safe_tag
-from roundhouse.core.engines.install.models import Release, ReleaseAsset
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 
 DEFAULT_RELEASES_URL = "https://api.github.com/repos/ggml-org/llama.cpp/releases"

@@ -17,17 +17,17 @@ from pathlib import Path
 import psutil
 
 from roundhouse.api.engines import EngineCatalog, EngineId
-from roundhouse.core.engines.catalog import load_catalog, platform_for, platforms_in_words
-from roundhouse.core.engines.install.errors import InstallError, PipError
-from roundhouse.core.engines.install.hints import pip_requirements
-from roundhouse.core.engines.install.layout import VENVS_DIR, venv_python
-from roundhouse.core.engines.install.locks import BusyLock
-from roundhouse.core.engines.install.models import (
+from roundhouse.api.installs import (
     InstallProgress,
     InstallStage,
     ManagedVenv,
     ProgressCallback,
 )
+from roundhouse.core.engines.catalog import load_catalog, platform_for, platforms_in_words
+from roundhouse.core.engines.install.errors import InstallError, PipError
+from roundhouse.core.engines.install.hints import pip_requirements
+from roundhouse.core.engines.install.layout import VENVS_DIR, venv_python
+from roundhouse.core.engines.install.locks import BusyLock
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 
 TAIL_LINES = 20

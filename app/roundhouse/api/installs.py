@@ -117,3 +117,47 @@ class ManagedVenv(_Frozen):
     python: str
     package: str
     version: str | None = None
+
+
+class InstallRequest(_Frozen):
+    """`POST /api/v1/engines/{engine}/install`: what to install; the daemon plans the rest."""
+
+    tag: str | None = Field(default=None, description="llama.cpp: a release tag; None: latest")
+    backend: Backend | None = Field(default=None, description="llama.cpp: override the GPU API")
+    python: str | None = Field(
+        default=None, description="mlx/vllm/sglang: the Python the venv is made from"
+    )
+
+
+class JobState(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class InstallJob(_Frozen):
+    id: str
+    engine: EngineId
+    state: JobState
+    started_at: float
+    ended_at: float | None = None
+    progress: InstallProgress | None = Field(default=None, description="the latest event")
+    lines: list[str] = Field(default=[], description="pip's latest output lines")
+    line_count: int = Field(default=0, description="lines of output so far, kept or not")
+    plan: str | None = Field(default=None, description="the build chosen, and why")
+    error: str | None = None
+    build: InstalledBuild | None = None
+    venv: ManagedVenv | None = None
+
+
+class InstallJobList(_Frozen):
+    jobs: list[InstallJob]
+
+
+class BuildList(_Frozen):
+    """The llama.cpp builds Roundhouse installed; `current` is the one engines start with."""
+
+    current: str | None
+    builds: list[InstalledBuild]
+    partials: list[str] = Field(default=[], description="downloads that can resume")
