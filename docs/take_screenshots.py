@@ -11,13 +11,20 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from roundhouse.gui.app import Ui
+    from roundhouse.gui.pages.engines_page import EnginesPage
+
+REPO = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "screenshots"
 SCREEN = (1400, 900)
 PANEL_HEIGHT = 28
@@ -56,12 +63,35 @@ def start_trayer(display: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, env={**os.environ, "DISPLAY": display})
 
 
-def start_daemon(root: Path) -> subprocess.Popen[bytes]:
+def find_llama_server() -> Path | None:
+    """ROUNDHOUSE_LLAMA_SERVER, llama-server on PATH, or the tests' cached build."""
+    found = os.environ.get("ROUNDHOUSE_LLAMA_SERVER") or shutil.which("llama-server")
+    if found:
+        return Path(found)
+    sys.path.insert(0, str(REPO))
+    from tests.engines.llama_server import find_llama_server as cached
+
+    return cached()
+
+
+def write_tiny_model(folder: Path) -> Path:
+    """The tests' tiny random Llama: llama-server loads it in a second."""
+    sys.path.insert(0, str(REPO))
+    from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_tiny_llama_gguf(folder / "tiny-llama-q8.gguf", seed=0)
+
+
+def start_daemon(root: Path, llama_server: Path | None) -> subprocess.Popen[bytes]:
     from roundhouse.api.discovery import read_discovery
     from roundhouse.base.paths import resolve_home
 
     argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "serve", "--port", "0"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    env = dict(os.environ)
+    if llama_server is not None:
+        env["PATH"] = f"{llama_server.parent}{os.pathsep}{env.get('PATH', '')}"
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
     discovery = resolve_home(root).discovery_file
     deadline = time.monotonic() + 30
     while (found := read_discovery(discovery)) is None or found.pid != process.pid:
@@ -85,7 +115,7 @@ def burn_cpu(seconds: float) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
+async def take(root: Path, daemon: subprocess.Popen[bytes], model: Path | None) -> list[Path]:
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
@@ -113,8 +143,8 @@ async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
     screen = app.primaryScreen()
     saved: list[Path] = []
 
-    def grab(name: str, window_only: bool = True) -> None:
-        geometry = ui.window.frameGeometry()
+    def grab(name: str, window_only: bool = True, widget: QWidget | None = None) -> None:
+        geometry = (widget or ui.window).frameGeometry()
         if window_only:
             pixmap = screen.grabWindow(0, geometry.x(), geometry.y(), geometry.width(),
                                        geometry.height())  # fmt: skip
@@ -136,6 +166,8 @@ async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
         missing[0].looked_in_button.click()
     await asyncio.sleep(0.5)
     grab("engines.png")
+    if model is not None:
+        await take_instances(ui, page, model, grab)
     ui.window.show_page("Hardware")
     await asyncio.sleep(0.3)
     grab("desktop-with-tray.png", window_only=False)
@@ -162,6 +194,54 @@ async def take(root: Path, daemon: subprocess.Popen[bytes]) -> list[Path]:
     return saved
 
 
+async def take_instances(ui: Ui, page: EnginesPage, model: Path, grab: Callable[..., None]) -> None:
+    """The start dialog, a running llama-server in the table, and its live log."""
+    from roundhouse.api.engines import EngineId
+
+    dialog = page.open_start_dialog(EngineId.LLAMA_CPP)
+    dialog.model_edit.setText(str(model))
+    dialog.ctx_size.setValue(4096)
+    dialog.parallel.setValue(2)
+    dialog.gpu_layers_choice.setCurrentIndex(dialog.gpu_layers_choice.findText("auto"))
+    dialog.flash_attn.setCurrentIndex(dialog.flash_attn.findText("auto"))
+    # The tiny model's heads (16 wide) cannot take a q8_0 cache: f16 it is.
+    dialog.cache_type_k.setCurrentText("f16")
+    dialog.cache_type_v.setCurrentText("f16")
+    dialog.advanced_button.setChecked(True)
+    dialog.extra_args.setText("--seed 42")
+    dialog.save_preset_as("4k context, 2 slots")
+    await wait_until(lambda: bool(dialog.preset_names()), 10, "the saved preset")
+    await asyncio.sleep(0.8)
+    grab("start-dialog.png", widget=dialog)
+    dialog.start()
+    await wait_until(lambda: page.start_dialog is None, 20, "the start")
+    section = page.instances
+
+    def ready() -> bool:
+        status = section.row_texts()[0]["Status"] if section.row_texts() else ""
+        if status.startswith("failed"):
+            raise RuntimeError(f"the instance {status}")
+        return status == "ready"
+
+    await wait_until(ready, 60, "a ready instance")
+    await asyncio.sleep(2.5)  # an uptime of a few seconds, the memory measured
+    grab("engines-instances.png")
+    logs = section.open_logs_of_selected()
+    assert logs is not None
+    logs.resize(1000, 620)
+    logs.move(ui.window.x() + 160, ui.window.y() + 120)
+    await wait_until(lambda: len(logs.lines()) > 10, 20, "log lines")
+    await asyncio.sleep(1.0)
+    grab("engine-logs.png", widget=logs)
+    logs.close()
+    section.stop_selected()
+    try:
+        await wait_until(lambda: section.model.rowCount() == 0, 60, "the stop")
+    except RuntimeError:
+        print("DEBUG", section.selected(), section.message_label.text(), section.row_texts())
+        raise
+
+
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     xvfb, display = start_xvfb()
@@ -173,7 +253,11 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="roundhouse-shots-") as tmp:
             root = Path(tmp) / "home"
-            daemon = start_daemon(root)
+            llama_server = find_llama_server()
+            model = write_tiny_model(Path(tmp) / "models") if llama_server else None
+            if llama_server is None:
+                print("no llama-server found: the instance screenshots are left out")
+            daemon = start_daemon(root, llama_server)
             # History for the charts: quiet, a burst of load, quiet again.
             time.sleep(HISTORY_S / 3)
             burner = burn_cpu(HISTORY_S / 3)
@@ -187,7 +271,7 @@ def main() -> int:
             loop = qasync.QEventLoop(app)
             asyncio.set_event_loop(loop)
             try:
-                saved = loop.run_until_complete(take(root, daemon))
+                saved = loop.run_until_complete(take(root, daemon, model))
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 asyncio.set_event_loop(None)

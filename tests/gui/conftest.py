@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
+from tests.daemon_process import DaemonProcess, start_daemon
 
 GUI_DIR = Path(__file__).parent
 # What the offscreen platform says about features it lacks: not a defect of ours.
@@ -59,6 +60,18 @@ async def wait_until(predicate: Callable[[], bool], within_s: float = 15.0, what
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {within_s:.0f} s waiting for {what or predicate}")
         await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def llama_daemon(llama_server_binary: Path, home_root: Path) -> Iterator[DaemonProcess]:
+    """A real daemon whose PATH finds the real llama-server; its engines stop with it."""
+    env = {"PATH": f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = start_daemon(home_root, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.process.poll() is None:
+            proc.stop(timeout=60)
 
 
 @pytest.fixture

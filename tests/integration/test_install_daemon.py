@@ -33,7 +33,7 @@ def daemon(releases: ReleaseServer, tmp_path: Path) -> Iterator[DaemonProcess]:
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheels),
         # No llama-server or mlx on PATH: only what the install brings is found.
-        "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin",
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin",
     }
     process = start_daemon(tmp_path / "home", env=env)
     try:

@@ -5,22 +5,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
-from typing import Any
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.daemon import DaemonStatus
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory
+from roundhouse.api.instances import InstanceInfo, InstanceLogs, Preset, PresetList, StartRequest
 from roundhouse.api.settings import UiSettings
 from roundhouse.base.paths import Home
 from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError, lifecycle
+from roundhouse.gui.call import NOT_CONNECTED, Call, Failure
 from roundhouse.gui.connection_state import ConnectionState
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Backoff", "ConnectionState", "DaemonBridge"]
+__all__ = ["Backoff", "Call", "ConnectionState", "DaemonBridge", "Failure"]
+
+T = TypeVar("T")
+
+# The instance list is polled this often while someone watches it (the Engines page, a log
+# view): one small GET a second. Nobody watching: it is fetched on connect and after actions.
+INSTANCES_PERIOD_S = 1.0
+# A daemon that fails to answer is asked less and less often, down to this.
+INSTANCES_MAX_DELAY_S = 10.0
 
 
 class Backoff:
@@ -53,6 +64,8 @@ class DaemonBridge(QObject):
     refresh_failed = Signal(str)
     engines_changed = Signal(object)  # EnginesOverview
     engines_failed = Signal(str)  # why the engines were not loaded, in words
+    instances_changed = Signal(object)  # list[InstanceInfo], the daemon's order
+    instances_failed = Signal(str)  # why the instances were not listed, in words
 
     def __init__(
         self, home: Home, *, auto_start: bool = True, backoff: Backoff | None = None
@@ -70,7 +83,15 @@ class DaemonBridge(QObject):
         self.status: DaemonStatus | None = None
         self.inventory: HardwareInventory | None = None
         self.engines: EnginesOverview | None = None
+        self.instances: list[InstanceInfo] | None = None
         self.ui_settings = UiSettings()
+        self._instance_watchers: weakref.WeakSet[QObject] = weakref.WeakSet()
+        self._instances_poller: asyncio.Task[None] | None = None
+        self._instances_poke: asyncio.Event | None = None
+        # Bumped by every change made here (a start, a stop): a listing that was asked for
+        # before it is older than what is shown, and is dropped.
+        self._instances_generation = 0
+        self._instances_error = ""
 
     @property
     def state(self) -> ConnectionState:
@@ -100,6 +121,67 @@ class DaemonBridge(QObject):
         """Ask the daemon to look for engines again; answers by engines_changed/_failed."""
         self._spawn(self._load_engines(refresh=True))
 
+    # Instances: a poller that lists them, and one Call per action.
+
+    def watch_instances(self, watcher: QObject, watching: bool = True) -> None:
+        """Poll the instance list every second while at least one watcher wants it."""
+        if watching:
+            self._instance_watchers.add(watcher)
+            self.poll_instances_now()
+        else:
+            self._instance_watchers.discard(watcher)
+
+    @property
+    def watching_instances(self) -> bool:
+        return len(self._instance_watchers) > 0
+
+    def poll_instances_now(self) -> None:
+        if self._instances_poke is not None:
+            self._instances_poke.set()
+
+    def start_instance(self, request: StartRequest) -> Call:
+        """Answers with the new InstanceInfo (status "starting") once the daemon accepted it."""
+
+        def accepted(info: InstanceInfo) -> None:
+            self._put_instance(info)
+
+        return self._call("start an engine", lambda c: c.start_instance(request), accepted)
+
+    def stop_instance(self, instance_id: str) -> Call:
+        """Stop it (a failed one is dismissed); answers with its last InstanceInfo."""
+
+        def stopped(info: InstanceInfo) -> None:
+            self._drop_instance(info.id)
+
+        return self._call("stop an engine", lambda c: c.stop_instance(instance_id), stopped)
+
+    def restart_instance(self, instance_id: str) -> Call:
+        return self._call(
+            "restart an engine", lambda c: c.restart_instance(instance_id), self._put_instance
+        )
+
+    def instance_logs(self, instance_id: str, since: int = 0, limit: int = 500) -> Call:
+        """Answers with InstanceLogs: lines after `since`; pass its `next` to follow."""
+
+        def fetch(client: DaemonClient) -> Awaitable[InstanceLogs]:
+            return client.instance_logs(instance_id, since=since, limit=limit)
+
+        return self._call("read an engine's log", fetch)
+
+    def presets(self, engine: str, model: str) -> Call:
+        """Answers with the PresetList saved for this engine and model."""
+
+        def fetch(client: DaemonClient) -> Awaitable[PresetList]:
+            return client.presets(engine=engine, model=model)
+
+        return self._call("list presets", fetch)
+
+    def save_preset(self, preset: Preset) -> Call:
+        return self._call("save a preset", lambda c: c.save_preset(preset))
+
+    def delete_preset(self, engine: str, model: str, name: str) -> Call:
+        return self._call("delete a preset", lambda c: c.delete_preset(engine, model, name))
+
     async def stop_daemon(self) -> str | None:
         """Stop the daemon and disconnect; the failure in words, or None."""
         await self._end_session()
@@ -124,6 +206,9 @@ class DaemonBridge(QObject):
         if previous is not None:
             previous.cancel()
         self._session = self._spawn(self._run_session(spawn, previous))
+        if self._instances_poller is None or self._instances_poller.done():
+            self._instances_poke = asyncio.Event()
+            self._instances_poller = self._spawn(self._poll_instances(self._instances_poke))
 
     async def _end_session(self) -> None:
         session, self._session = self._session, None
@@ -181,6 +266,7 @@ class DaemonBridge(QObject):
         # Engine detection can take seconds (it asks each tool its version): it loads on its
         # own, and a daemon that cannot list engines still serves everything else.
         self._spawn(self._load_engines(refresh=False))
+        self.poll_instances_now()
         fresh = [s for s in history.samples if self._is_new(s.t)]
         if fresh:
             self._last_sample_t = fresh[-1].t
@@ -218,6 +304,81 @@ class DaemonBridge(QObject):
             return
         self._set_engines(engines)
 
+    async def _poll_instances(self, poke: asyncio.Event) -> None:
+        """List the instances while connected: every second while watched, else when poked.
+
+        Failures back off (1, 2, 4 ... 10 s) and are reported once until the answer changes;
+        a lost connection is the session's to notice, and the poller waits for it then.
+        """
+        failures = 0
+        while True:
+            poke.clear()
+            client = self._client
+            if client is not None and self._state == ConnectionState.CONNECTED:
+                generation = self._instances_generation
+                try:
+                    listed = await client.instances()
+                except ClientError as exc:
+                    failures += 1
+                    self._report_instances_failure(str(Failure.from_error(exc)))
+                else:
+                    failures = 0
+                    self._instances_error = ""
+                    if generation == self._instances_generation:
+                        self._set_instances(listed.instances)
+            delay: float | None = None
+            if self._instance_watchers and self._state == ConnectionState.CONNECTED:
+                delay = min(INSTANCES_PERIOD_S * 2**failures, INSTANCES_MAX_DELAY_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(poke.wait(), delay)
+
+    def _call(
+        self,
+        what: str,
+        request: Callable[[DaemonClient], Awaitable[T]],
+        on_success: Callable[[T], None] | None = None,
+    ) -> Call:
+        """Run `request` with the client in the background; the Call answers once.
+
+        It always answers from the loop, never before this returns: the caller connects first.
+        """
+        call = Call(what)
+
+        async def run() -> None:
+            client = self._client
+            if client is None or self._state != ConnectionState.CONNECTED:
+                call.fail(NOT_CONNECTED)
+                return
+            try:
+                result = await request(client)
+            except ClientError as exc:
+                call.fail(Failure.from_error(exc))
+                return
+            if on_success is not None:
+                on_success(result)
+            call.succeed(result)
+
+        self._spawn(run())
+        return call
+
+    def _put_instance(self, info: InstanceInfo) -> None:
+        """Show an instance as an action answered, without waiting for the next listing."""
+        current = list(self.instances or [])
+        for index, known in enumerate(current):
+            if known.id == info.id:
+                current[index] = info
+                break
+        else:
+            current.append(info)
+        self._instances_generation += 1
+        self._set_instances(current)
+        self.poll_instances_now()
+
+    def _drop_instance(self, instance_id: str) -> None:
+        self._instances_generation += 1
+        self._set_instances([i for i in self.instances or [] if i.id != instance_id])
+        self.poll_instances_now()
+
     async def _close_client(self) -> None:
         client, self._client = self._client, None
         if client is not None:
@@ -231,6 +392,16 @@ class DaemonBridge(QObject):
     def _set_inventory(self, inventory: HardwareInventory) -> None:
         self.inventory = inventory
         self.inventory_changed.emit(inventory)
+
+    def _set_instances(self, instances: list[InstanceInfo]) -> None:
+        # Emitted on every listing, changed or not: uptimes move and views repaint per second.
+        self.instances = instances
+        self.instances_changed.emit(instances)
+
+    def _report_instances_failure(self, message: str) -> None:
+        if message != self._instances_error:
+            self._instances_error = message
+            self.instances_failed.emit(message)
 
     def _set_engines(self, engines: EnginesOverview) -> None:
         self.engines = engines

@@ -1,27 +1,33 @@
-"""The Engines page: each engine Roundhouse can run, found where and which version, or why not."""
+"""The Engines page: running instances, and each engine Roundhouse can run, found or why not."""
 
 from __future__ import annotations
 
 import time
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
+    QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from roundhouse.api.engines import EngineId, EnginesOverview, LaunchStyle
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.widgets.engine_card import EngineCard
+from roundhouse.gui.widgets.instances_section import InstancesSection
 
 
 class EnginesPage(QWidget):
-    """One card per runnable catalog engine; attach-only entries (a remote server) are left out."""
+    """Running instances on top; below, one card per runnable catalog engine (attach-only
+    entries, a remote server, are left out). The instance list is polled while it shows."""
 
     title = "Engines"
 
@@ -29,6 +35,7 @@ class EnginesPage(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self.cards: dict[EngineId, EngineCard] = {}
+        self.start_dialog: StartDialog | None = None
         heading = QLabel(self.title)
         heading.setObjectName("pageTitle")
         self.status_label = QLabel("Waiting for the daemon…")
@@ -42,6 +49,9 @@ class EnginesPage(QWidget):
         header.addWidget(self.status_label, 1)
         header.addWidget(self.refresh_button)
 
+        self.instances = InstancesSection(bridge)
+        self.instances.start_requested.connect(self._on_instances_start_requested)
+
         content = QWidget()
         self._cards_layout = QVBoxLayout(content)
         self._cards_layout.setContentsMargins(0, 0, 8, 0)
@@ -51,10 +61,26 @@ class EnginesPage(QWidget):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(content)
+        cards_title = QLabel("Engines on this machine")
+        cards_title.setObjectName("sectionTitle")
+        cards = QWidget()
+        cards_layout = QVBoxLayout(cards)
+        cards_layout.setContentsMargins(0, 6, 0, 0)
+        cards_layout.addWidget(cards_title)
+        cards_layout.addWidget(scroll, 1)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(self.instances)
+        splitter.addWidget(cards)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        # A few rows for the instances, the rest for the engines; the user may drag it.
+        splitter.setSizes([260, 540])
 
         layout = QVBoxLayout(self)
         layout.addLayout(header)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(splitter, 1)
 
         bridge.connected.connect(self._on_bridge_connected)
         bridge.disconnected.connect(self._on_bridge_disconnected)
@@ -65,6 +91,40 @@ class EnginesPage(QWidget):
 
     def card(self, engine: EngineId) -> EngineCard:
         return self.cards[engine]
+
+    def installed_engines(self) -> list[tuple[EngineId, str]]:
+        """Engines the daemon found and can start, in the catalog's order, with their titles."""
+        overview = self._bridge.engines
+        if overview is None:
+            return []
+        found = {hit.id for hit in overview.detection.found}
+        return [
+            (spec.id, spec.title)
+            for spec in overview.catalog.engines
+            if spec.launch != LaunchStyle.ATTACH and spec.id in found
+        ]
+
+    def open_start_dialog(self, engine: EngineId | None = None) -> StartDialog:
+        """One start dialog at a time; asking again brings it to the front."""
+        if self.start_dialog is not None:
+            self.start_dialog.raise_()
+            self.start_dialog.activateWindow()
+            return self.start_dialog
+        dialog = StartDialog(self._bridge, self.installed_engines(), engine, self.window())
+        dialog.started.connect(self._on_start_dialog_started)
+        dialog.finished.connect(self._on_start_dialog_finished)
+        self.start_dialog = dialog
+        # open(), not exec(): a nested event loop would stall qasync's tasks.
+        dialog.open()
+        return dialog
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._bridge.watch_instances(self, True)
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        self._bridge.watch_instances(self, False)
 
     def show_overview(self, overview: EnginesOverview) -> None:
         """Cards follow the catalog's order; each shows what detection says of its engine."""
@@ -77,6 +137,7 @@ class EnginesPage(QWidget):
                 if card is not None:
                     card.deleteLater()
                 card = self.cards[spec.id] = EngineCard(spec)
+                card.start_requested.connect(self.open_start_dialog)
             # Insert (or move) at its place in the catalog, above the final stretch.
             self._cards_layout.insertWidget(index, card)
             hits = [hit for hit in overview.detection.found if hit.id == spec.id]
@@ -87,6 +148,17 @@ class EnginesPage(QWidget):
                 card.show_missing(missing)
             else:
                 card.show_unknown()
+
+    def _on_instances_start_requested(self) -> None:
+        self.open_start_dialog()
+
+    def _on_start_dialog_started(self, info: InstanceInfo) -> None:
+        self.instances.select_instance(info.id)
+
+    def _on_start_dialog_finished(self) -> None:
+        dialog, self.start_dialog = self.start_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
 
     def _on_refresh_button_clicked(self) -> None:
         self.refresh_button.setEnabled(False)

@@ -5,8 +5,16 @@ from __future__ import annotations
 import html
 from pathlib import PurePath
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QToolButton, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QWidget,
+)
 
 from roundhouse.api.engines import (
     DetectedEngine,
@@ -51,11 +59,23 @@ def _label(text: str = "", *, rich: bool = False) -> QLabel:
 
 
 class EngineCard(QGroupBox):
-    """Fixed rows (status, formats, platforms, homepage); 'looked in' folds out on demand."""
+    """Fixed rows (status, formats, platforms, homepage); 'looked in' folds out on demand.
+
+    A found engine offers "Start…", which asks the page to open the start dialog for it.
+    """
+
+    start_requested = Signal(object)  # EngineId
 
     def __init__(self, spec: EngineSpec, parent: QWidget | None = None) -> None:
         super().__init__(spec.title, parent)
         self.spec = spec
+        self.start_button = QPushButton("Start…")
+        self.start_button.setToolTip(f"Start {spec.title} with a model")
+        self.start_button.clicked.connect(lambda: self.start_requested.emit(self.spec.id))
+        self.start_button.hide()
+        status_row = QWidget()
+        status_layout = QHBoxLayout(status_row)
+        status_layout.setContentsMargins(0, 0, 0, 0)
         self.status = _label(rich=True)
         self.build = _label()
         self.notes = _label()
@@ -78,7 +98,9 @@ class EngineCard(QGroupBox):
         self._form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         # A label beside a wrapped value lines up with its first line, not its middle.
         self._form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self._form.addRow("Status:", self.status)
+        status_layout.addWidget(self.status, 1)
+        status_layout.addWidget(self.start_button, 0, Qt.AlignmentFlag.AlignTop)
+        self._form.addRow("Status:", status_row)
         self._form.addRow("Build:", self.build)
         self._form.addRow("Notes:", self.notes)
         self._form.addRow("Formats:", self.formats)
@@ -91,15 +113,18 @@ class EngineCard(QGroupBox):
 
     def show_unknown(self) -> None:
         self._show("Waiting for the daemon…", None, [], [])
+        self.start_button.hide()
 
     def show_found(self, hits: list[DetectedEngine]) -> None:
         """Every copy found, best first (the one Roundhouse would use)."""
         lines = [f"Found: {found_in_words(hit)}" for hit in hits]
         notes = [note for hit in hits for note in hit.notes]
         self._show("\n".join(lines), hits[0].build_info if hits else None, notes, [])
+        self.start_button.setVisible(bool(hits))
 
     def show_missing(self, missing: MissingEngine) -> None:
         self._show(f"Not found: {missing.why}", None, [], missing.looked_in)
+        self.start_button.hide()
 
     def status_text(self) -> str:
         """The status row as plain text, one line per copy found."""
