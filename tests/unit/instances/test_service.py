@@ -18,7 +18,7 @@ from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.supervise import RestartPolicy
-from tests.fakes.engines import SCRIPTS, MODEL_ID
+from tests.fakes.engines import MODEL_ID, SCRIPTS
 from tests.processes import alive
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="POSIX scripts")
@@ -110,7 +110,7 @@ def test_stop_while_starting_stops_the_engine(tmp_path: Path) -> None:
         await service.recover()
         started = await service.start(_request(tmp_path))
         deadline = time.monotonic() + 10
-        while service.info(started.id).pid is None and time.monotonic() < deadline:
+        while service.info(started.id).pid is None and time.monotonic() < deadline:  # noqa: ASYNC110 - polling as a client would
             await asyncio.sleep(0.01)
         pid = service.info(started.id).pid
         assert pid is not None and alive(pid)
