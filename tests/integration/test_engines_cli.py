@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -36,6 +37,12 @@ def _cli(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
 
 
+def _ours(daemon: DaemonProcess) -> list[dict[str, Any]]:
+    """`engines ps --json` without engines found running on this machine (other tests')."""
+    listed = json.loads(_cli(daemon, "ps", "--json").stdout)["instances"]
+    return [i for i in listed if i["origin"] != "external"]
+
+
 def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> None:
     started = _cli(served, "start", "llama.cpp", "-m", str(tiny_gguf), "-c", "512", "-np", "1")
     assert started.returncode == 0, started.stderr
@@ -43,8 +50,7 @@ def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> N
     assert "curl " in started.stdout
     instance_id = started.stdout.split("Instance ")[1].split()[0]
 
-    listed = _cli(served, "ps", "--json")
-    infos = json.loads(listed.stdout)["instances"]
+    infos = _ours(served)
     assert [(i["id"], i["status"]) for i in infos] == [(instance_id, "ready")]
     base_url = infos[0]["base_url"]
     reply = httpx.post(
@@ -56,6 +62,9 @@ def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> N
     assert reply.status_code == 200
     table = _cli(served, "ps")
     assert instance_id in table.stdout and "ready" in table.stdout
+
+    metrics = _cli(served, "metrics", instance_id)
+    assert metrics.returncode == 0 and "llamacpp:prompt_tokens_total" in metrics.stdout
 
     logs = _cli(served, "logs", instance_id[:4], "-n", "5")
     assert logs.returncode == 0, logs.stderr
@@ -71,7 +80,7 @@ def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> N
     stopped = _cli(served, "stop", instance_id)
     assert stopped.returncode == 0 and "Stopped" in stopped.stdout
     assert_nothing_left(again["pid"], again["pid"])
-    assert "No instances" in _cli(served, "ps").stdout
+    assert _ours(served) == []
 
 
 def test_start_failures_say_why(served: DaemonProcess, tiny_gguf: Path, tmp_path: Path) -> None:
@@ -81,8 +90,7 @@ def test_start_failures_say_why(served: DaemonProcess, tiny_gguf: Path, tmp_path
     assert failed.returncode == 1
     assert "Error:" in failed.stderr and "Last log lines" in failed.stderr
     assert "Traceback" not in failed.stderr
-    listed = json.loads(_cli(served, "ps", "--json").stdout)["instances"]
-    assert [i["status"] for i in listed] == ["failed"]
+    assert [i["status"] for i in _ours(served)] == ["failed"]
     assert _cli(served, "stop", "--all").returncode == 0
 
     with socket.socket() as holder:

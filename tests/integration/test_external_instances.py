@@ -63,6 +63,13 @@ def test_found_running_listed_as_external_and_stopped_only_when_forced(
                 assert "org/tiny-model" in found.models
                 assert by_port[ollama.port].engine == EngineId.OLLAMA
 
+                # Metrics work for an engine Roundhouse did not start.
+                metrics = await client.instance_metrics(found.id)
+                assert metrics.url.endswith(f":{vllm.port}/metrics") and metrics.values
+                with pytest.raises(ApiError) as no_metrics:
+                    await client.instance_metrics(by_port[ollama.port].id)
+                assert no_metrics.value.problem.status == 404
+
                 with pytest.raises(ApiError) as refused:
                     await client.stop_instance(found.id)
                 assert refused.value.problem.status == 409

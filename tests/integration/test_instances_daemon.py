@@ -58,6 +58,11 @@ def served(llama_server_binary: Path, tmp_path: Path) -> Iterator[DaemonProcess]
             daemon.stop(timeout=60)
 
 
+def _ours(instances: list[InstanceInfo]) -> list[InstanceInfo]:
+    """Leave out engines found running on this machine (other tests' or the user's)."""
+    return [i for i in instances if i.origin != InstanceOrigin.EXTERNAL]
+
+
 def _client(daemon: DaemonProcess) -> DaemonClient:
     return DaemonClient(daemon.url, daemon.token)
 
@@ -101,19 +106,22 @@ def test_start_chat_logs_stop_through_the_daemon(served: DaemonProcess, odd_mode
                 metrics = await http.get(info.base_url.removesuffix("/v1") + "/metrics")
                 assert "llamacpp:tokens_predicted_total" in metrics.text
 
+            metrics = await client.instance_metrics(info.id)
+            assert metrics.values["llamacpp:tokens_predicted_total"] > 0
+
             logs = await client.instance_logs(info.id)
             assert logs.lines and logs.next == len(logs.lines)
             more = await client.instance_logs(info.id, since=logs.next)
             assert more.next >= logs.next and not more.truncated
 
             listed = await client.instances()
-            assert [i.id for i in listed.instances] == [info.id]
+            assert [i.id for i in _ours(listed.instances)] == [info.id]
 
             pid = info.pid
             stopped = await client.stop_instance(info.id)
             assert stopped.last_exit is not None and stopped.last_exit.by_us
             assert_nothing_left(pid, pid)
-            assert (await client.instances()).instances == []
+            assert _ours((await client.instances()).instances) == []
             with pytest.raises(ApiError) as missing:
                 await client.instance(info.id)
             assert missing.value.problem.status == 404
@@ -180,7 +188,7 @@ def test_a_taken_port_is_refused_naming_its_owner(served: DaemonProcess, tiny_gg
                 assert problem.status == 409
                 assert str(port) in problem.detail
                 assert str(os.getpid()) in problem.detail or "python" in problem.detail
-                assert (await client.instances()).instances == []
+                assert _ours((await client.instances()).instances) == []
 
         asyncio.run(main())
 
@@ -204,7 +212,7 @@ def test_a_bad_model_fails_with_the_reason_and_the_log(
             assert logs.lines
             dismissed = await client.stop_instance(info.id)
             assert dismissed.status == InstanceStatus.FAILED
-            assert (await client.instances()).instances == []
+            assert _ours((await client.instances()).instances) == []
 
     asyncio.run(main())
 
@@ -260,12 +268,12 @@ def test_a_killed_daemon_leaves_engines_a_new_one_adopts_or_reaps(
             async with _client(second) as client:
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline:
-                    listed = (await client.instances()).instances
+                    listed = _ours((await client.instances()).instances)
                     if leftover == LeftoverAction.REAP or listed:
                         # Starting waits for recovery, so a listing after a start is final.
                         break
                     await asyncio.sleep(0.1)
-                return (await client.instances()).instances
+                return _ours((await client.instances()).instances)
 
         listed = asyncio.run(after())
         if leftover == LeftoverAction.ADOPT:

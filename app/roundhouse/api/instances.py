@@ -129,3 +129,12 @@ class AddEndpointRequest(_Frozen):
     url: str = Field(min_length=1, description="its base URL, e.g. http://127.0.0.1:1234")
     api_key: str | None = Field(default=None, description="kept in the OS keyring")
     name: str | None = None
+
+
+class InstanceMetrics(_Frozen):
+    """An engine's own Prometheus metrics, the ones the catalog names, summed over labels."""
+
+    id: str
+    url: str
+    values: dict[str, float]
+    fetched_at: float

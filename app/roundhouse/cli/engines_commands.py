@@ -370,6 +370,21 @@ def restart(ctx: click.Context, instance_id: str, no_wait: bool, as_json: bool) 
 
 @engines.command()
 @click.argument("instance_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def metrics(ctx: click.Context, instance_id: str, as_json: bool) -> None:
+    """Print an instance's own metrics (llama.cpp, vLLM, SGLang): tokens, requests."""
+    from roundhouse.cli.instances_view import metrics_view
+    from roundhouse.cli.main import show_from_daemon
+
+    async def fetch(client: DaemonClient) -> Any:
+        return await client.instance_metrics(await _resolve_id(client, instance_id))
+
+    show_from_daemon(ctx, as_json, fetch, metrics_view)
+
+
+@engines.command()
+@click.argument("instance_id")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl+C.")
 @click.option("--lines", "-n", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the lines as JSON.")

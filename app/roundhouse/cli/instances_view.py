@@ -10,7 +10,13 @@ from rich.table import Table
 
 from roundhouse.api.engines import InstanceOptions
 from roundhouse.api.installs import BuildList
-from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceStatus, PresetList
+from roundhouse.api.instances import (
+    InstanceInfo,
+    InstanceList,
+    InstanceMetrics,
+    InstanceStatus,
+    PresetList,
+)
 from roundhouse.base.units import format_bytes, format_duration
 
 _STATUS_STYLE = {
@@ -101,4 +107,15 @@ def builds_view(answer: BuildList) -> Table | str:
         )
     if answer.partials:
         table.caption = "Resumable downloads: " + ", ".join(answer.partials)
+    return table
+
+
+def metrics_view(answer: InstanceMetrics) -> Table | str:
+    if not answer.values:
+        return f"{answer.url} lists none of the metrics Roundhouse reads."
+    table = Table(title=f"Metrics ({answer.url})", title_justify="left")
+    table.add_column("Metric")
+    table.add_column("Value", justify="right")
+    for name, value in sorted(answer.values.items()):
+        table.add_row(name, f"{value:g}")
     return table

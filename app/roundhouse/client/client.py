@@ -27,6 +27,7 @@ from roundhouse.api.instances import (
     InstanceInfo,
     InstanceList,
     InstanceLogs,
+    InstanceMetrics,
     Preset,
     PresetList,
     StartRequest,
@@ -177,6 +178,10 @@ class DaemonClient:
         return await self._request(
             "GET", f"/instances/{instance_id}/logs", InstanceLogs, params=params
         )
+
+    async def instance_metrics(self, instance_id: str) -> InstanceMetrics:
+        path = f"/instances/{instance_id}/metrics"
+        return await self._request("GET", path, InstanceMetrics)
 
     async def presets(self, engine: str | None = None, model: str | None = None) -> PresetList:
         params = {k: v for k, v in (("engine", engine), ("model", model)) if v is not None}

@@ -27,12 +27,15 @@ from roundhouse.api.instances import (
     ExitInfo,
     InstanceInfo,
     InstanceLogs,
+    InstanceMetrics,
     InstanceOrigin,
     InstanceStatus,
     StartRequest,
 )
 from roundhouse.core.engines.attach import find_running_engines, probe_openai_endpoint
+from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.launch import build_launch
+from roundhouse.core.engines.metrics import fetch_metrics
 from roundhouse.core.errors import ConflictError, NotFoundError, RoundhouseError
 from roundhouse.core.instances.endpoints import EndpointStore, SavedEndpoint, endpoint_id
 from roundhouse.core.instances.manager import (
@@ -297,6 +300,19 @@ class InstanceService:
             name=entry.name,
             needs_api_key=entry.needs_api_key,
         )
+
+    async def metrics(self, instance_id: str) -> InstanceMetrics:
+        """The engine's own metrics (tokens, requests), for engines that serve them."""
+        entry = self._entry(instance_id)
+        spec = entry.spec or _catalog_spec(entry.engine)
+        if spec is None or spec.metrics_path is None:
+            raise NotFoundError(
+                f"{entry.engine.value} serves no metrics endpoint; Roundhouse measures its "
+                "tokens per second at the gateway instead."
+            )
+        url = entry.base_url.rstrip("/") + spec.metrics_path
+        values = await fetch_metrics(url, spec.metric_names)
+        return InstanceMetrics(id=entry.id, url=url, values=values, fetched_at=time.time())
 
     def logs(self, instance_id: str, since: int = 0, limit: int = 500) -> InstanceLogs:
         """Output lines numbered after `since`: from memory, or from the log file for an
@@ -602,6 +618,13 @@ class InstanceService:
                     # It may have been stopped while the probe ran.
                     if entry.status in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
                         entry.status = InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
+
+
+def _catalog_spec(engine: EngineId) -> EngineSpec | None:
+    try:
+        return load_catalog().spec(engine)
+    except KeyError:
+        return None
 
 
 def _on_progress(entry: _Entry, progress: Progress) -> None:

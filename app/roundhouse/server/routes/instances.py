@@ -10,6 +10,7 @@ from roundhouse.api.instances import (
     InstanceInfo,
     InstanceList,
     InstanceLogs,
+    InstanceMetrics,
     Preset,
     PresetList,
     StartRequest,
@@ -64,6 +65,12 @@ async def stop_instance(
 @router.post("/instances/{instance_id}/restart", response_model=InstanceInfo, status_code=202)
 async def restart_instance(instance_id: str, services: Services) -> InstanceInfo:
     return await services.instance_service().restart(instance_id)
+
+
+@router.get("/instances/{instance_id}/metrics", response_model=InstanceMetrics)
+async def instance_metrics(instance_id: str, services: Services) -> InstanceMetrics:
+    """The engine's own Prometheus metrics that the catalog names (llama.cpp, vLLM, SGLang)."""
+    return await services.instance_service().metrics(instance_id)
 
 
 @router.get("/instances/{instance_id}/logs", response_model=InstanceLogs)
