@@ -237,9 +237,8 @@ async def take_instances(ui: Ui, page: EnginesPage, model: Path, grab: Callable[
     section.stop_selected()
     try:
         await wait_until(lambda: section.model.rowCount() == 0, 60, "the stop")
-    except RuntimeError:
-        print("DEBUG", section.selected(), section.message_label.text(), section.row_texts())
-        raise
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}: {section.message_label.text()} {section.row_texts()}") from exc
 
 
 def main() -> int:

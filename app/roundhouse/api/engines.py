@@ -121,6 +121,9 @@ class EngineSpec(_Frozen):
     python_modules: list[str] = Field(default=[], description="run as `python -m MODULE`")
     python_package: str | None = Field(default=None, description="distribution for its version")
     install_places: list[InstallPlace] = []
+    options: list[str] = Field(
+        default=[], description="the InstanceOptions fields it takes; the rest are refused"
+    )
     managed_subdir: str | None = Field(
         default=None, description="folder under Roundhouse's engines dir holding <version>/"
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from roundhouse.api.hardware import GpuInfo, GpuVendor
-from roundhouse.core.engines.install.assets import choose_asset, parse_asset
 from roundhouse.api.installs import Backend, ReleaseAsset
+from roundhouse.core.engines.install.assets import choose_asset, parse_asset
 from roundhouse.core.errors import NotFoundError
 
 # What llama.cpp's release workflow publishes today (release.yml), for one tag.

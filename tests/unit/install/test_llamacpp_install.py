@@ -11,6 +11,12 @@ import httpx
 import pytest
 
 from roundhouse.api.engines import EngineId, FoundBy
+from roundhouse.api.installs import (
+    Backend,
+    InstallPlan,
+    InstallProgress,
+    InstallStage,
+)
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.detect import detect_engine
 from roundhouse.core.engines.host import LocalEngineHost
@@ -24,12 +30,6 @@ from roundhouse.core.engines.install.errors import (
 from roundhouse.core.engines.install.layout import CURRENT_FILE, INSTALL_RECORD
 from roundhouse.core.engines.install.llamacpp import install_llamacpp, plan_llamacpp_install
 from roundhouse.core.engines.install.managed import ManagedBuilds
-from roundhouse.api.installs import (
-    Backend,
-    InstallPlan,
-    InstallProgress,
-    InstallStage,
-)
 from roundhouse.core.engines.install.releases import (
     RELEASES_URL_ENV,
     fetch_release,

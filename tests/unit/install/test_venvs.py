@@ -12,11 +12,11 @@ import psutil
 import pytest
 
 from roundhouse.api.engines import EngineId, FoundBy
+from roundhouse.api.installs import InstallStage
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.detect import detect_engine
 from roundhouse.core.engines.host import LocalEngineHost
 from roundhouse.core.engines.install.errors import InstallError, PipError
-from roundhouse.api.installs import InstallStage
 from roundhouse.core.engines.install.venvs import (
     install_python_engine,
     managed_python,

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from roundhouse.api.engines import EngineCatalog, EngineId, EngineSpec, LaunchStyle, Platform
+from roundhouse.api.engines import (
+    EngineCatalog,
+    EngineId,
+    EngineSpec,
+    InstanceOptions,
+    LaunchStyle,
+    Platform,
+)
 from roundhouse.base.resources import resource_path
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.hardware.host import normalize_arch
@@ -77,6 +84,12 @@ def _check(path: Path, catalog: EngineCatalog) -> None:
             raise CatalogError(
                 f"The engine catalog {path} is invalid at engine {spec.id.value!r}: "
                 "python_package is needed to read its version."
+            )
+        unknown = sorted(set(spec.options) - set(InstanceOptions.model_fields) - {"model"})
+        if unknown or "model" in spec.options:
+            raise CatalogError(
+                f"The engine catalog {path} is invalid at engine {spec.id.value!r}: options "
+                f"names what is not an instance option: {', '.join(unknown or ['model'])}."
             )
     absent = [e.value for e in EngineId if e not in seen]
     if absent:

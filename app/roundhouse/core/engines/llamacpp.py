@@ -12,17 +12,6 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 
-ACCEPTS = {
-    "ctx_size",
-    "n_gpu_layers",
-    "threads",
-    "parallel",
-    "flash_attn",
-    "cache_type_k",
-    "cache_type_v",
-    "served_name",
-    "extra_args",
-}
 _SPLIT = (
     "llama.cpp splits a model across GPUs by layers on its own; "
     "choose vLLM or SGLang for tensor or pipeline parallelism."
@@ -55,7 +44,7 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     model = require_model(spec, params)
-    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT, owned=OWNED)
+    check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT, owned=OWNED)
     argv = [*command(spec, detected), "-m", model]
     argv += ["--host", params.host, "--port", str(params.port)]
     opt(argv, "-c", params.ctx_size)

@@ -18,7 +18,6 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 
-ACCEPTS = {"parallel", "draft_model", "num_draft_tokens", "extra_args"}
 _NO_SUCH = "mlx_lm.server has no such setting."
 _SERVER_ONLY = "This is a vLLM or SGLang setting."
 HINTS = {
@@ -50,7 +49,7 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     model = require_model(spec, params)
-    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT, owned=OWNED)
+    check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT, owned=OWNED)
     no_api_key(spec, extras, "mlx_lm.server has none; it stays behind the gateway.")
     if params.num_draft_tokens is not None and not params.draft_model:
         refuse("A number of draft tokens needs a draft model: choose one, or clear the number.")

@@ -20,14 +20,6 @@ from roundhouse.core.engines.common import (
     plan,
 )
 
-ACCEPTS = {
-    "ctx_size",
-    "parallel",
-    "flash_attn",
-    "cache_type_k",
-    "cache_type_v",
-    "max_loaded_models",
-}
 _SERVER_ONLY = "This is a vLLM or SGLang setting."
 HINTS = {
     "n_gpu_layers": "Ollama picks GPU layers per model (num_gpu in a request or Modelfile).",
@@ -52,7 +44,7 @@ _FLASH = {FlashAttention.ON: "1", FlashAttention.OFF: "0"}
 def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
-    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT)
+    check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT)
     no_api_key(spec, extras, "Ollama has none; it stays on this machine behind the gateway.")
     kv_type = one_kv_type(spec, params, "OLLAMA_KV_CACHE_TYPE")
     # OLLAMA_HOST also decides the bind address: set it, or a user's 0.0.0.0 would leak in.

@@ -16,18 +16,6 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 
-ACCEPTS = {
-    "ctx_size",
-    "parallel",
-    "cache_type_k",
-    "cache_type_v",
-    "served_name",
-    "extra_args",
-    "tensor_parallel",
-    "gpu_memory_utilization",
-    "max_model_len",
-    "dtype",
-}
 HINTS = {
     "n_gpu_layers": (
         "SGLang keeps the whole model on the GPUs: lower the GPU memory fraction or the "
@@ -56,7 +44,7 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     model = require_model(spec, params)
-    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT, owned=OWNED)
+    check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT, owned=OWNED)
     no_api_key(
         spec,
         extras,

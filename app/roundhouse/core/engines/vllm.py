@@ -15,19 +15,6 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 
-ACCEPTS = {
-    "ctx_size",
-    "parallel",
-    "cache_type_k",
-    "cache_type_v",
-    "served_name",
-    "extra_args",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "gpu_memory_utilization",
-    "max_model_len",
-    "dtype",
-}
 HINTS = {
     "n_gpu_layers": (
         "vLLM keeps the whole model on the GPUs: lower the GPU memory fraction or the "
@@ -59,7 +46,7 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     model = require_model(spec, params)
-    check_params(spec, params, accepts=ACCEPTS, hints=HINTS, why_not=WHY_NOT, owned=OWNED)
+    check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT, owned=OWNED)
     length = one_length(spec, params)
     kv_type = one_kv_type(spec, params, "--kv-cache-dtype")
     if detected.path:

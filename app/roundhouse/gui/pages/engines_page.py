@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.engines import EngineId, EnginesOverview, LaunchStyle
+from roundhouse.api.engines import EngineId, EnginesOverview, EngineSpec, LaunchStyle
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.start_dialog import StartDialog
@@ -92,14 +92,14 @@ class EnginesPage(QWidget):
     def card(self, engine: EngineId) -> EngineCard:
         return self.cards[engine]
 
-    def installed_engines(self) -> list[tuple[EngineId, str]]:
-        """Engines the daemon found and can start, in the catalog's order, with their titles."""
+    def installed_engines(self) -> list[EngineSpec]:
+        """Engines the daemon found and can start, in the catalog's order."""
         overview = self._bridge.engines
         if overview is None:
             return []
         found = {hit.id for hit in overview.detection.found}
         return [
-            (spec.id, spec.title)
+            spec
             for spec in overview.catalog.engines
             if spec.launch != LaunchStyle.ATTACH and spec.id in found
         ]

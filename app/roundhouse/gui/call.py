@@ -1,0 +1,61 @@
+"""One client call in the background, answered once by a signal: its result, or why not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from roundhouse.client import ApiError, ClientError, DaemonUnreachableError
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a call failed: the daemon's problem (title, detail, HTTP status) or the link's."""
+
+    title: str
+    detail: str
+    status: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.title}: {self.detail}"
+
+    @classmethod
+    def from_error(cls, error: ClientError) -> Failure:
+        if isinstance(error, ApiError):
+            return cls(error.problem.title, error.problem.detail, error.problem.status)
+        if isinstance(error, DaemonUnreachableError):
+            return cls("The daemon does not answer", str(error))
+        return cls("Not connected to the daemon", str(error))
+
+
+NOT_CONNECTED = Failure(
+    "Not connected to the daemon",
+    "Nothing was sent. The app reconnects in the background; try again once it has.",
+)
+
+
+class Call(QObject):
+    """Emits `succeeded(result)` or `failed(Failure)`, then `finished()`; each once."""
+
+    succeeded = Signal(object)
+    failed = Signal(object)  # Failure
+    finished = Signal()
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+        self.done = False
+        self.result: Any = None
+        self.failure: Failure | None = None
+
+    def succeed(self, result: Any) -> None:
+        self.done, self.result = True, result
+        self.succeeded.emit(result)
+        self.finished.emit()
+
+    def fail(self, failure: Failure) -> None:
+        self.done, self.failure = True, failure
+        self.failed.emit(failure)
+        self.finished.emit()

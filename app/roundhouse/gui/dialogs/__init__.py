@@ -1,0 +1,1 @@
+"""Dialogs of the main window: starting an engine, following its log."""
