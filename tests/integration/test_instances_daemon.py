@@ -113,6 +113,7 @@ def test_start_chat_logs_stop_through_the_daemon(served: DaemonProcess, odd_mode
             assert logs.lines and logs.next == len(logs.lines)
             more = await client.instance_logs(info.id, since=logs.next)
             assert more.next >= logs.next and not more.truncated
+            assert more.generation == logs.generation == 1
 
             listed = await client.instances()
             assert [i.id for i in _ours(listed.instances)] == [info.id]

@@ -107,6 +107,9 @@ class InstanceLogs(_Frozen):
     next: int = Field(description="sequence number of the last line returned")
     # Lines were dropped between `since` and the first line (the ring moved on).
     truncated: bool = False
+    # Which process of the instance wrote them: it grows at each (re)start, and line
+    # numbers start again from 0 with it. A follower seeing it change reads from 0.
+    generation: int = 0
     path: str | None = None
 
 

@@ -417,9 +417,15 @@ def logs(ctx: click.Context, instance_id: str, follow: bool, lines: int, as_json
                 return
             write(seen[-lines:])
             since = page.next
+            generation = page.generation
             while follow:
                 await asyncio.sleep(0.5)
                 page = await client.instance_logs(resolved, since=since)
+                if page.generation != generation:
+                    # The engine was restarted: its new process numbers lines from 0.
+                    sys.stdout.write("[... the engine restarted]\n")
+                    generation = page.generation
+                    page = await client.instance_logs(resolved, since=0)
                 if page.truncated:
                     sys.stdout.write("[... lines dropped: the engine wrote faster than read]\n")
                 write(page.lines)

@@ -110,6 +110,7 @@ class _Entry:
     task: asyncio.Task[None] | None = None
     policy: RestartPolicy = field(default_factory=RestartPolicy)
     ended_at: float = 0.0
+    generation: int = 0
     found_by: AttachSource | None = None
     name: str | None = None
     needs_api_key: bool = False
@@ -321,7 +322,12 @@ class InstanceService:
         if entry.process is not None:
             lines, last, truncated = entry.process.log.since(since, limit)
             return InstanceLogs(
-                id=entry.id, lines=lines, next=last, truncated=truncated, path=entry.log_path
+                id=entry.id,
+                lines=lines,
+                next=last,
+                truncated=truncated,
+                path=entry.log_path,
+                generation=entry.generation,
             )
         lines = _read_log_file(entry.log_path)
         chosen = lines[since : since + max(limit, 0)]
@@ -635,6 +641,7 @@ def _on_progress(entry: _Entry, progress: Progress) -> None:
 
 def _on_spawn(entry: _Entry, process: EngineProcess) -> None:
     entry.process = process
+    entry.generation += 1
     entry.pid = process.pid
     entry.log_path = str(process.log.path)
 
