@@ -375,3 +375,28 @@ def test_mlx_through_the_daemon_from_a_chosen_python(
         assert cache.is_dir()
     finally:
         daemon.stop(timeout=60)
+
+
+def test_quit_with_stop_from_the_app_leaves_no_engine(
+    llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    """The tray's "Stop and quit" and `roundhouse stop` both end in lifecycle.stop_daemon."""
+    from roundhouse.client.lifecycle import stop_daemon
+
+    daemon = start_daemon(tmp_path / "home", env=_env(llama_server_binary))
+    try:
+
+        async def main() -> list[int]:
+            async with _client(daemon) as client:
+                infos = await _start_two(client, tiny_gguf)
+            await stop_daemon(daemon.home)
+            return [i.pid for i in infos if i.pid is not None]
+
+        pids = asyncio.run(main())
+        assert len(pids) == 2
+        assert daemon.process.wait(timeout=10) == 0
+        for pid in pids:
+            assert_nothing_left(pid, pid)
+    finally:
+        if daemon.process.poll() is None:
+            daemon.stop(timeout=60)

@@ -111,8 +111,11 @@ async def ensure_daemon(home: Home, timeout_s: float = 30.0) -> DaemonStatus:
     raise DaemonUnreachableError(_start_failure(home, process))
 
 
-async def stop_daemon(home: Home, timeout_s: float = 15.0) -> DaemonStatus:
-    """Ask the daemon to stop and wait until it is gone; its last status is returned."""
+async def stop_daemon(home: Home, timeout_s: float = 60.0) -> DaemonStatus:
+    """Ask the daemon to stop and wait until it is gone; its last status is returned.
+
+    The daemon stops its engines first: each may take its grace time (10 s) and a kill.
+    """
     located = locate(home)
     async with DaemonClient(located.discovery.url, located.token) as client:
         last = await client.status()
