@@ -128,3 +128,29 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 
 def test_the_catalog_is_cached() -> None:
     assert load_catalog() is load_catalog()
+
+
+def test_an_option_that_is_no_instance_option_is_named(tmp_path: Path) -> None:
+    text = catalog_file().read_text(encoding="utf-8")
+    broken = text.replace(
+        'options = ["parallel", "draft_model"', 'options = ["paralel", "draft_model"'
+    )
+    assert broken != text
+    with pytest.raises(CatalogError, match=r"engine 'mlx'.*not an instance option: paralel"):
+        load_catalog(_write(tmp_path, broken))
+
+
+def test_each_engine_refuses_what_its_options_leave_out() -> None:
+    from roundhouse.api.engines import DetectedEngine, FoundBy, LaunchParams
+    from roundhouse.core.engines.launch import build_launch
+    from roundhouse.core.errors import InvalidInputError
+
+    for spec in load_catalog().engines:
+        if not spec.options:
+            continue
+        detected = DetectedEngine(id=spec.id, found_by=FoundBy.PATH, path="/x/e", where="t")
+        params = LaunchParams(model="/m/x.gguf", port=9, threads=2, tensor_parallel=2)
+        refused = {"threads", "tensor_parallel"} - set(spec.options)
+        if refused:
+            with pytest.raises(InvalidInputError):
+                build_launch(spec, detected, params)
