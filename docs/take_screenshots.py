@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tests.fakes.ollama import OllamaStandin
+    from tests.fakes.releases.server import ReleaseServer
+
     from roundhouse.gui.app import Ui
     from roundhouse.gui.pages.engines_page import EnginesPage
 
@@ -83,12 +86,26 @@ def write_tiny_model(folder: Path) -> Path:
     return write_tiny_llama_gguf(folder / "tiny-llama-q8.gguf", seed=0)
 
 
-def start_daemon(root: Path, llama_server: Path | None) -> subprocess.Popen[bytes]:
+def start_standins(tmp: Path) -> tuple[OllamaStandin, ReleaseServer]:
+    """The Ollama stand-in serving as `ollama serve`, and the local llama.cpp release server
+    (slowed down, so that a download can be caught half way)."""
+    sys.path.insert(0, str(REPO))
+    from tests.fakes.launchers import start_ollama_serve
+    from tests.fakes.releases.server import ReleaseServer
+    from tests.processes import free_port
+
+    releases = ReleaseServer().__enter__()
+    return start_ollama_serve(tmp / "ollama", free_port()), releases
+
+
+def start_daemon(
+    root: Path, llama_server: Path | None, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     from roundhouse.api.discovery import read_discovery
     from roundhouse.base.paths import resolve_home
 
     argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "serve", "--port", "0"]
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     if llama_server is not None:
         env["PATH"] = f"{llama_server.parent}{os.pathsep}{env.get('PATH', '')}"
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
@@ -115,7 +132,9 @@ def burn_cpu(seconds: float) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-async def take(root: Path, daemon: subprocess.Popen[bytes], model: Path | None) -> list[Path]:
+async def take(
+    root: Path, daemon: subprocess.Popen[bytes], model: Path | None, releases: ReleaseServer
+) -> list[Path]:
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
@@ -168,6 +187,10 @@ async def take(root: Path, daemon: subprocess.Popen[bytes], model: Path | None) 
     grab("engines.png")
     if model is not None:
         await take_instances(ui, page, model, grab)
+    await take_attach_dialog(ui, page, grab)
+    await take_ollama(ui, grab)
+    await take_settings(ui, grab)
+    await take_install_progress(ui, page, releases, grab)
     ui.window.show_page("Hardware")
     await asyncio.sleep(0.3)
     grab("desktop-with-tray.png", window_only=False)
@@ -234,11 +257,112 @@ async def take_instances(ui: Ui, page: EnginesPage, model: Path, grab: Callable[
     await asyncio.sleep(1.0)
     grab("engine-logs.png", widget=logs)
     logs.close()
+    await take_metrics(ui, page, grab)
+    info = section.selected()
+    assert info is not None
     section.stop_selected()
     try:
-        await wait_until(lambda: section.model.rowCount() == 0, 60, "the stop")
+        await wait_until(lambda: section.model.row_of(info.id) is None, 60, "the stop")
     except RuntimeError as exc:
         raise RuntimeError(f"{exc}: {section.message_label.text()} {section.row_texts()}") from exc
+
+
+async def take_metrics(ui: Ui, page: EnginesPage, grab: Callable[..., None]) -> None:
+    """The running llama-server's own metrics, after it answered a few requests."""
+    import httpx
+
+    section = page.instances
+    info = section.selected()
+    assert info is not None
+    async with httpx.AsyncClient(base_url=info.base_url, timeout=30) as engine:
+        for prompt in ("Hello", "Tell me about trains", "What is a roundhouse?"):
+            body = {"model": "x", "prompt": prompt, "max_tokens": 24}
+            await engine.post("/completions", json=body)
+    metrics = section.open_metrics_of_selected()
+    assert metrics is not None
+    metrics.move(ui.window.x() + 380, ui.window.y() + 160)
+    await wait_until(lambda: bool(metrics.values()), 20, "the metrics")
+    await asyncio.sleep(0.8)
+    grab("metrics.png", widget=metrics)
+    metrics.close()
+
+
+async def take_attach_dialog(ui: Ui, page: EnginesPage, grab: Callable[..., None]) -> None:
+    """Attaching a server that does not answer: the daemon's refusal, in the dialog."""
+    sys.path.insert(0, str(REPO))
+    from tests.processes import free_port
+
+    ui.window.show_page("Engines")
+    dialog = page.instances.open_attach_dialog()
+    dialog.url_edit.setText(f"http://127.0.0.1:{free_port()}/v1")
+    dialog.key_edit.setText("sk-not-a-real-key")
+    dialog.name_edit.setText("LM Studio on the desk")
+    dialog.attach()
+    await wait_until(lambda: bool(dialog.error_text()), 20, "the refusal")
+    await asyncio.sleep(0.6)
+    grab("attach-dialog.png", widget=dialog)
+    dialog.reject()
+    await asyncio.sleep(0.3)
+
+
+async def take_ollama(ui: Ui, grab: Callable[..., None]) -> None:
+    """The Ollama page with two models pulled and one loaded."""
+    from roundhouse.gui.pages.ollama_page import OllamaPage
+
+    page = ui.window.show_page("Ollama")
+    assert isinstance(page, OllamaPage)
+    await wait_until(lambda: page.base_url is not None, 20, "Ollama's models")
+    for name in ("tiny", "small"):
+        page.pull_view.pull(name)
+        await wait_until(lambda: not page.pull_view.running, 60, f"the pull of {name}")
+    await wait_until(lambda: page.models.rowCount() == 2, 10, "both models")
+    page.select_model("small:latest")
+    page.keep_alive.setCurrentIndex(page.keep_alive.findText("30 minutes"))
+    page.context.setValue(8192)
+    page.load_button.click()
+    await wait_until(lambda: page.loaded.rowCount() == 1, 20, "the load")
+    page.pull_view.name_edit.setText("small")
+    page.select_loaded("small:latest")
+    await asyncio.sleep(1.0)
+    grab("ollama.png")
+
+
+async def take_settings(ui: Ui, grab: Callable[..., None]) -> None:
+    from roundhouse.gui.pages.settings_page import SettingsPage
+
+    page = ui.window.show_page("Settings")
+    assert isinstance(page, SettingsPage)
+    await wait_until(lambda: page.settings is not None, 10, "the settings")
+    page.add_python("/opt/venvs/vllm/bin/python")
+    page.add_python("/usr/local/bin/python3.12")
+    page.ready_timeout.setValue(900)
+    await asyncio.sleep(0.6)
+    grab("settings.png")
+
+
+async def take_install_progress(
+    ui: Ui, page: EnginesPage, releases: ReleaseServer, grab: Callable[..., None]
+) -> None:
+    """A second llama.cpp build being downloaded, caught half way (the server is slowed)."""
+    ui.window.show_page("Engines")
+    dialog = page.open_builds_dialog()
+    dialog.resize(820, 560)
+    dialog.move(ui.window.x() + 240, ui.window.y() + 120)
+    dialog.another_button.setChecked(True)
+    dialog.tag_edit.setText("b6000")
+    releases.modes.delay_per_chunk_s = 0.0
+    dialog.install_another()
+    await wait_until(lambda: dialog.tags() == ["b6000"], 60, "the first build")
+    releases.modes.delay_per_chunk_s = 0.12
+    dialog.tag_edit.setText("b6100")
+    dialog.install_another()
+    bar = dialog.install_view.bar
+    await wait_until(lambda: bar.maximum() > 0 and bar.value() > 380, 60, "half the download")
+    grab("install-progress.png", widget=dialog)
+    dialog.install_view.cancel()
+    await wait_until(lambda: not dialog.install_view.running, 20, "the cancel")
+    dialog.reject()
+    await asyncio.sleep(0.3)
 
 
 def main() -> int:
@@ -249,6 +373,8 @@ def main() -> int:
     trayer = start_trayer(display)
     burner: subprocess.Popen[bytes] | None = None
     daemon: subprocess.Popen[bytes] | None = None
+    ollama: OllamaStandin | None = None
+    releases: ReleaseServer | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="roundhouse-shots-") as tmp:
             root = Path(tmp) / "home"
@@ -256,7 +382,12 @@ def main() -> int:
             model = write_tiny_model(Path(tmp) / "models") if llama_server else None
             if llama_server is None:
                 print("no llama-server found: the instance screenshots are left out")
-            daemon = start_daemon(root, llama_server)
+            ollama, releases = start_standins(Path(tmp))
+            env = {
+                "OLLAMA_HOST": f"127.0.0.1:{ollama.port}",
+                "ROUNDHOUSE_LLAMACPP_RELEASES_URL": releases.releases_url,
+            }
+            daemon = start_daemon(root, llama_server, env)
             # History for the charts: quiet, a burst of load, quiet again.
             time.sleep(HISTORY_S / 3)
             burner = burn_cpu(HISTORY_S / 3)
@@ -265,14 +396,17 @@ def main() -> int:
             import qasync
 
             from roundhouse.gui.app import application
+            from roundhouse.gui.event_loop import install_asyncgen_hooks
 
             app = application()
             loop = qasync.QEventLoop(app)
             asyncio.set_event_loop(loop)
+            restore_hooks = install_asyncgen_hooks(loop)
             try:
-                saved = loop.run_until_complete(take(root, daemon, model))
+                saved = loop.run_until_complete(take(root, daemon, model, releases))
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
+                restore_hooks()
                 asyncio.set_event_loop(None)
                 loop.close()
     finally:
@@ -280,6 +414,10 @@ def main() -> int:
             if process is not None and process.poll() is None:
                 process.terminate()
                 process.wait(15)
+        if ollama is not None:
+            ollama.stop()
+        if releases is not None:
+            releases.__exit__(None, None, None)
     for path in saved:
         print(path)
     return 0

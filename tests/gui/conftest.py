@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
+from roundhouse.gui.event_loop import install_asyncgen_hooks
 from tests.daemon_process import DaemonProcess, start_daemon
 
 GUI_DIR = Path(__file__).parent
@@ -45,10 +46,12 @@ def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     qapp.setQuitOnLastWindowClosed(False)
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
+    restore_hooks = install_asyncgen_hooks(loop)
     try:
         yield loop
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
+        restore_hooks()
         asyncio.set_event_loop(None)
         loop.close()
 

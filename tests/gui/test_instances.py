@@ -169,10 +169,17 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
 
         def after_the_mark() -> list[str]:
             lines = logs.lines()
-            marks = [i for i, line in enumerate(lines) if "started again" in line]
+            marks = [i for i, line in enumerate(lines) if "engine restarted" in line]
             return lines[marks[-1] + 1 :] if marks else []
 
         await wait_until(lambda: len(after_the_mark()) > 5, 10, "the new process's lines")
+        assert logs.restarts_seen == 1
+
+        # The new process is read from its first line, as the first one was.
+        def untimed(line: str) -> str:
+            return line.split(" ", 1)[-1]  # llama-server stamps each line with its own clock
+
+        assert untimed(after_the_mark()[0]) == untimed(logs.lines()[0])
 
         section.stop_button.click()
         assert "Stopping" in section.message_label.text()

@@ -14,7 +14,13 @@ from PySide6.QtWidgets import QMessageBox, QTableView
 from pytestqt.qtbot import QtBot
 
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions, LaunchStyle
-from roundhouse.api.instances import ExitInfo, InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.api.instances import (
+    ExitInfo,
+    InstanceInfo,
+    InstanceLogs,
+    InstanceOrigin,
+    InstanceStatus,
+)
 from roundhouse.base.paths import resolve_home
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.gui.daemon_bridge import DaemonBridge
@@ -255,3 +261,25 @@ def test_the_log_view_follows_the_end_but_not_a_reader_who_scrolled_up(
     qloop.run_until_complete(wait_until(dialog.note.isVisible, 5, "the note"))
     assert "Not connected" in dialog.note.text()
     dialog.close()
+
+
+def test_the_log_view_reads_a_restarted_engine_from_its_first_line(
+    qtbot: QtBot, bridge: DaemonBridge
+) -> None:
+    dialog = LogDialog(bridge, _info("a"))
+    qtbot.addWidget(dialog)
+
+    def answer(generation: int, lines: list[str], next_: int) -> None:
+        logs = InstanceLogs(id="a", lines=lines, next=next_, generation=generation)
+        dialog._on_logs_succeeded(logs)
+
+    answer(1, ["one", "two", "three"], 3)
+    assert dialog.lines() == ["one", "two", "three"] and dialog._since == 3
+    # The engine restarted: lines after 3 of the new process would skip its first three.
+    answer(2, ["new four"], 4)
+    assert dialog.restarts_seen == 1 and dialog._since == 0
+    assert "engine restarted" in dialog.lines()[-1]
+    answer(2, ["new one", "new two"], 2)
+    assert dialog.lines()[-2:] == ["new one", "new two"] and dialog._since == 2
+    answer(2, [], 2)
+    assert dialog.restarts_seen == 1, "the same generation is no restart"

@@ -62,6 +62,8 @@ def build_ui(
     from roundhouse.gui.daemon_bridge import DaemonBridge
     from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
+    from roundhouse.gui.pages.ollama_page import OllamaPage
+    from roundhouse.gui.pages.settings_page import SettingsPage
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
 
@@ -73,6 +75,8 @@ def build_ui(
     window.attach(bridge)
     window.add_page(HardwarePage(bridge), HardwarePage.title)
     window.add_page(EnginesPage(bridge), EnginesPage.title)
+    window.add_page(OllamaPage(bridge), OllamaPage.title)
+    window.add_page(SettingsPage(bridge), SettingsPage.title)
     quitter = QuitController(bridge, app.quit, window)
     window.quit_requested.connect(quitter.request_quit)
     tray = (
@@ -110,8 +114,11 @@ def run_app(home: Home) -> int:
 
     import qasync
 
+    from roundhouse.gui.event_loop import install_asyncgen_hooks
+
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    restore_hooks = install_asyncgen_hooks(loop)
     try:
         ui = build_ui(app, home, window=window)
         if ui.tray is not None:
@@ -124,6 +131,7 @@ def run_app(home: Home) -> int:
         loop.run_until_complete(shutdown(ui))
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
+        restore_hooks()
         asyncio.set_event_loop(None)
         loop.close()
     return 0

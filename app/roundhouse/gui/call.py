@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,4 +59,52 @@ class Call(QObject):
     def fail(self, failure: Failure) -> None:
         self.done, self.failure = True, failure
         self.failed.emit(failure)
+        self.finished.emit()
+
+
+class Follow(QObject):
+    """A stream from the daemon: `received(item)` per item, then `ended()` (the stream ran to
+    its end), `failed(Failure)` or `cancelled()`; `finished()` last. Each end comes once."""
+
+    received = Signal(object)
+    ended = Signal()
+    failed = Signal(object)  # Failure
+    cancelled = Signal()
+    finished = Signal()
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+        self.done = False
+        self.failure: Failure | None = None
+        self.last: Any = None
+        self._cancel: Callable[[], None] | None = None
+
+    def cancel(self) -> None:
+        """Stop following: the stream is closed (for an Ollama pull, the pull stops)."""
+        if not self.done and self._cancel is not None:
+            self._cancel()
+
+    def bind_cancel(self, cancel: Callable[[], None]) -> None:
+        self._cancel = cancel
+
+    def receive(self, item: Any) -> None:
+        self.last = item
+        self.received.emit(item)
+
+    def end(self) -> None:
+        self._finish(self.ended)
+
+    def fail(self, failure: Failure) -> None:
+        self.failure = failure
+        self._finish(self.failed, failure)
+
+    def mark_cancelled(self) -> None:
+        self._finish(self.cancelled)
+
+    def _finish(self, signal: Any, *args: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        signal.emit(*args)
         self.finished.emit()

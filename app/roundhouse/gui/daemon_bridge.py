@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
@@ -14,16 +14,25 @@ from PySide6.QtCore import QObject, Signal
 from roundhouse.api.daemon import DaemonStatus
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import HardwareInventory
-from roundhouse.api.instances import InstanceInfo, InstanceLogs, Preset, PresetList, StartRequest
+from roundhouse.api.instances import (
+    AddEndpointRequest,
+    InstanceInfo,
+    InstanceList,
+    InstanceLogs,
+    Preset,
+    PresetList,
+    StartRequest,
+)
 from roundhouse.api.settings import UiSettings
 from roundhouse.base.paths import Home
 from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError, lifecycle
-from roundhouse.gui.call import NOT_CONNECTED, Call, Failure
+from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
 from roundhouse.gui.connection_state import ConnectionState
+from roundhouse.gui.daemon_calls import InstallCalls, OllamaCalls, SettingsCalls
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Backoff", "Call", "ConnectionState", "DaemonBridge", "Failure"]
+__all__ = ["Backoff", "Call", "ConnectionState", "DaemonBridge", "Failure", "Follow"]
 
 T = TypeVar("T")
 
@@ -92,6 +101,10 @@ class DaemonBridge(QObject):
         # before it is older than what is shown, and is dropped.
         self._instances_generation = 0
         self._instances_error = ""
+        # The calls of each concern, by name: `bridge.installs.start(...)`, `bridge.ollama...`.
+        self.installs = InstallCalls(self)
+        self.ollama = OllamaCalls(self)
+        self.settings = SettingsCalls(self)
 
     @property
     def state(self) -> ConnectionState:
@@ -121,6 +134,14 @@ class DaemonBridge(QObject):
         """Ask the daemon to look for engines again; answers by engines_changed/_failed."""
         self._spawn(self._load_engines(refresh=True))
 
+    def reload_engines(self) -> None:
+        """Fetch what the daemon knows of the engines now (after an install it detected)."""
+        self._spawn(self._load_engines(refresh=False))
+
+    def set_ui_settings(self, ui: UiSettings) -> None:
+        self.ui_settings = ui
+        self.ui_settings_changed.emit(ui)
+
     # Instances: a poller that lists them, and one Call per action.
 
     def watch_instances(self, watcher: QObject, watching: bool = True) -> None:
@@ -147,13 +168,34 @@ class DaemonBridge(QObject):
 
         return self._call("start an engine", lambda c: c.start_instance(request), accepted)
 
-    def stop_instance(self, instance_id: str) -> Call:
-        """Stop it (a failed one is dismissed); answers with its last InstanceInfo."""
+    def stop_instance(self, instance_id: str, *, force: bool = False) -> Call:
+        """Stop it (a failed one is dismissed, an endpoint detached); answers with its last
+        InstanceInfo. `force` stops an engine Roundhouse did not start (the user agreed)."""
 
         def stopped(info: InstanceInfo) -> None:
             self._drop_instance(info.id)
 
-        return self._call("stop an engine", lambda c: c.stop_instance(instance_id), stopped)
+        def stop(client: DaemonClient) -> Awaitable[InstanceInfo]:
+            return client.stop_instance(instance_id, force=force)
+
+        return self._call("stop an engine", stop, stopped)
+
+    def scan_instances(self) -> Call:
+        """Look for engines running without Roundhouse; answers with the whole InstanceList."""
+
+        def scanned(listed: InstanceList) -> None:
+            self._instances_generation += 1
+            self._set_instances(listed.instances)
+
+        return self._call("look for running engines", lambda c: c.scan_instances(), scanned)
+
+    def add_endpoint(self, request: AddEndpointRequest) -> Call:
+        """Attach an OpenAI-compatible server; answers with its InstanceInfo."""
+        return self._call("attach a server", lambda c: c.add_endpoint(request), self._put_instance)
+
+    def instance_metrics(self, instance_id: str) -> Call:
+        """Answers with InstanceMetrics; a 404 problem for engines that serve none."""
+        return self._call("read an engine's metrics", lambda c: c.instance_metrics(instance_id))
 
     def restart_instance(self, instance_id: str) -> Call:
         return self._call(
@@ -331,6 +373,45 @@ class DaemonBridge(QObject):
                 delay = min(INSTANCES_PERIOD_S * 2**failures, INSTANCES_MAX_DELAY_S)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(poke.wait(), delay)
+
+    def call(
+        self,
+        what: str,
+        request: Callable[[DaemonClient], Awaitable[T]],
+        on_success: Callable[[T], None] | None = None,
+    ) -> Call:
+        """Run one client request in the background (for the calls in daemon_calls)."""
+        return self._call(what, request, on_success)
+
+    def follow(
+        self, what: str, stream: Callable[[DaemonClient], AsyncGenerator[T, None]]
+    ) -> Follow:
+        """Follow a stream of the client in the background; `Follow.cancel()` closes it.
+
+        It always answers from the loop, never before this returns: the caller connects first.
+        """
+        follow = Follow(what)
+
+        async def run() -> None:
+            client = self._client
+            if client is None or self._state != ConnectionState.CONNECTED:
+                follow.fail(NOT_CONNECTED)
+                return
+            try:
+                async with contextlib.aclosing(stream(client)) as items:
+                    async for item in items:
+                        follow.receive(item)
+            except ClientError as exc:
+                follow.fail(Failure.from_error(exc))
+                return
+            except asyncio.CancelledError:
+                follow.mark_cancelled()
+                raise
+            follow.end()
+
+        task = self._spawn(run())
+        follow.bind_cancel(task.cancel)
+        return follow
 
     def _call(
         self,

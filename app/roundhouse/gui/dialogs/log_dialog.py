@@ -1,4 +1,5 @@
-"""An instance's output, live: follows the daemon's log with `since`, twice a second."""
+"""An instance's output, live: follows the daemon's log with `since`, twice a second; a
+restart (a new `generation`, numbered from 0 again) is marked and read from its start."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ class LogDialog(QDialog):
         self.instance_id = info.id
         self._info = info
         self._since = 0
-        self._pid = info.pid
-        self._reset_pending = False
+        # Which process of the instance the lines come from; None before the first answer.
+        self._generation: int | None = None
+        self.restarts_seen = 0
         self._call: Call | None = None
         self._following = False
         self.gone = False
@@ -118,13 +120,16 @@ class LogDialog(QDialog):
 
     def _on_logs_succeeded(self, logs: InstanceLogs) -> None:
         self._call = None
-        if self._reset_pending:
-            # The engine started again while this was on its way: these lines are the old
-            # process's, and its numbers are no longer the new one's.
-            self._reset_pending = False
-            self._since = 0
-            self._schedule(0)
-            return
+        if self._generation is not None and logs.generation != self._generation:
+            # The engine started again: its lines are numbered from 0 again, so these (after
+            # the old process's `since`) would skip the new one's first lines. Read from 0.
+            self._generation = logs.generation
+            self._mark_restart()
+            if self._since != 0:
+                self._since = 0
+                self._schedule(0)
+                return
+        self._generation = logs.generation
         if logs.truncated:
             where = f" The whole log is in {logs.path}." if logs.path else ""
             self._show_note(
@@ -181,21 +186,15 @@ class LogDialog(QDialog):
 
     # -- the instance's state -----------------------------------------------------------
 
+    def _mark_restart(self) -> None:
+        self.restarts_seen += 1
+        stamp = time.strftime("%H:%M:%S")
+        self.append([f"――― the engine restarted: its new output from {stamp} ―――"])
+
     def _on_bridge_instances_changed(self, instances: list[InstanceInfo]) -> None:
         info = next((i for i in instances if i.id == self.instance_id), None)
-        if info is None:
-            return
-        if info.pid is not None and info.pid != self._pid and self._pid is not None:
-            # A restart: a new process, whose lines are numbered from the start again.
-            stamp = time.strftime("%H:%M:%S")
-            self.append([f"――― the engine started again at {stamp} (pid {info.pid}) ―――"])
-            if self._call is not None:
-                self._reset_pending = True
-            else:
-                self._since = 0
-        if info.pid is not None:
-            self._pid = info.pid
-        self._show_info(info)
+        if info is not None:
+            self._show_info(info)
 
     def _show_info(self, info: InstanceInfo) -> None:
         self._info = info

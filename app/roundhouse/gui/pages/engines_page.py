@@ -18,8 +18,10 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.api.engines import EngineId, EnginesOverview, EngineSpec, LaunchStyle
+from roundhouse.api.installs import InstallJobList, JobState
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.dialogs.builds_dialog import BuildsDialog
 from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.widgets.engine_card import EngineCard
 from roundhouse.gui.widgets.instances_section import InstancesSection
@@ -36,6 +38,7 @@ class EnginesPage(QWidget):
         self._bridge = bridge
         self.cards: dict[EngineId, EngineCard] = {}
         self.start_dialog: StartDialog | None = None
+        self.builds_dialog: BuildsDialog | None = None
         heading = QLabel(self.title)
         heading.setObjectName("pageTitle")
         self.status_label = QLabel("Waiting for the daemon…")
@@ -118,6 +121,18 @@ class EnginesPage(QWidget):
         dialog.open()
         return dialog
 
+    def open_builds_dialog(self) -> BuildsDialog:
+        """One builds dialog at a time; asking again brings it to the front."""
+        if self.builds_dialog is not None:
+            self.builds_dialog.raise_()
+            self.builds_dialog.activateWindow()
+            return self.builds_dialog
+        dialog = BuildsDialog(self._bridge, self.window())
+        dialog.finished.connect(self._on_builds_dialog_finished)
+        self.builds_dialog = dialog
+        dialog.open()
+        return dialog
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self._bridge.watch_instances(self, True)
@@ -136,8 +151,9 @@ class EnginesPage(QWidget):
             if card is None or card.spec != spec:
                 if card is not None:
                     card.deleteLater()
-                card = self.cards[spec.id] = EngineCard(spec)
+                card = self.cards[spec.id] = EngineCard(spec, self._bridge)
                 card.start_requested.connect(self.open_start_dialog)
+                card.builds_requested.connect(self.open_builds_dialog)
             # Insert (or move) at its place in the catalog, above the final stretch.
             self._cards_layout.insertWidget(index, card)
             hits = [hit for hit in overview.detection.found if hit.id == spec.id]
@@ -160,6 +176,19 @@ class EnginesPage(QWidget):
         if dialog is not None:
             dialog.deleteLater()
 
+    def _on_builds_dialog_finished(self) -> None:
+        dialog, self.builds_dialog = self.builds_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
+
+    def _follow_running_installs(self, jobs: InstallJobList) -> None:
+        """Installs already under way (from the CLI, or before the app started) show too."""
+        for job in jobs.jobs:
+            card = self.cards.get(job.engine)
+            running = job.state == JobState.RUNNING
+            if running and card is not None and not card.install_view.running:
+                card.install_view.attach(job)
+
     def _on_refresh_button_clicked(self) -> None:
         self.refresh_button.setEnabled(False)
         self.status_label.setText("Looking for engines again…")
@@ -178,7 +207,10 @@ class EnginesPage(QWidget):
             self.status_label.setText("Not connected to the daemon.")
 
     def _on_bridge_engines_changed(self, overview: EnginesOverview) -> None:
+        first = not self.cards
         self.show_overview(overview)
+        if first:
+            self._bridge.installs.jobs().succeeded.connect(self._follow_running_installs)
         found_at = time.strftime("%H:%M:%S", time.localtime(overview.detected_at))
         self.status_label.setText(f"Engines found at {found_at}")
         self.refresh_button.setEnabled(self._bridge.state == ConnectionState.CONNECTED)

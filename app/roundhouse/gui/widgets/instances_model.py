@@ -194,7 +194,9 @@ class InstancesModel(QAbstractTableModel):
     def text(self, info: InstanceInfo, column: Column) -> str:
         match column:
             case Column.ENGINE:
-                return info.engine.value
+                # An attached server is known by the name the user gave it.
+                named = info.name and info.name != info.engine.value
+                return f"{info.engine.value}: {info.name}" if named else info.engine.value
             case Column.MODEL:
                 return model_name(info.model)
             case Column.STATUS:

@@ -1,4 +1,5 @@
-"""The running instances: a table that updates in place, and the actions on the chosen row."""
+"""The running instances: a table that updates in place, the actions on the chosen row, and
+finding (Scan) or adding (Attach…) engines Roundhouse did not start."""
 
 from __future__ import annotations
 
@@ -18,17 +19,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
-from roundhouse.gui.call import Failure
+from roundhouse.api.external import AttachSource
+from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceOrigin, InstanceStatus
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.dialogs.attach_dialog import AttachDialog
 from roundhouse.gui.dialogs.log_dialog import LogDialog
+from roundhouse.gui.dialogs.metrics_dialog import MetricsDialog
 from roundhouse.gui.widgets.instances_model import HEADERS, Column, InstancesModel, model_name
 
 EMPTY_TEXT = "No engine is running. Start one with “Start…” here or on an engine below."
 
 
+def is_endpoint(info: InstanceInfo) -> bool:
+    """A server the user attached by URL: stopping it only detaches it."""
+    return info.found_by == AttachSource.USER_ENDPOINT
+
+
 class InstancesSection(QGroupBox):
-    """Stop, Restart, Logs and Copy base URL act on the selected row; a failed row is dismissed."""
+    """Stop, Restart, Logs, Metrics and Copy base URL act on the selected row; a failed row is
+    dismissed, an attached server detached; stopping an engine Roundhouse did not start asks."""
 
     start_requested = Signal()
 
@@ -40,7 +50,10 @@ class InstancesSection(QGroupBox):
         # The rows may be out of date: the last listing failed or the daemon is not connected.
         self._stale = False
         self.log_dialogs: dict[str, LogDialog] = {}
+        self.metrics_dialogs: dict[str, MetricsDialog] = {}
+        self.attach_dialog: AttachDialog | None = None
         self.confirm_box: QMessageBox | None = None
+        self._scan_call: Call | None = None
         self.model = InstancesModel(parent=self)
 
         self.table = QTableView()
@@ -70,8 +83,18 @@ class InstancesSection(QGroupBox):
         self.restart_button.setToolTip("Stop it and start it again with the same options")
         self.logs_button = QPushButton("Logs")
         self.logs_button.setToolTip("Follow the engine's output")
+        self.metrics_button = QPushButton("Metrics")
+        self.metrics_button.setToolTip("The engine's own counters: tokens, requests, cache")
         self.copy_button = QPushButton("Copy base URL")
         self.copy_button.setToolTip("Copy the engine's OpenAI-compatible base URL")
+        self.scan_button = QPushButton("Scan")
+        self.scan_button.setToolTip(
+            "Look for engines running on this machine without Roundhouse (and Ollama)"
+        )
+        self.scan_button.clicked.connect(self.scan)
+        self.attach_button = QPushButton("Attach…")
+        self.attach_button.setToolTip("Add an OpenAI-compatible server by its URL")
+        self.attach_button.clicked.connect(self.open_attach_dialog)
         self.message_label = QLabel(EMPTY_TEXT)
         self.message_label.setWordWrap(True)
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -79,12 +102,14 @@ class InstancesSection(QGroupBox):
             "stop": QAction("Stop", self),
             "restart": QAction("Restart", self),
             "logs": QAction("Logs", self),
+            "metrics": QAction("Metrics", self),
             "copy": QAction("Copy base URL", self),
         }
         for button, key, slot in (
             (self.stop_button, "stop", self.stop_selected),
             (self.restart_button, "restart", self.restart_selected),
             (self.logs_button, "logs", self.open_logs_of_selected),
+            (self.metrics_button, "metrics", self.open_metrics_of_selected),
             (self.copy_button, "copy", self.copy_base_url),
         ):
             button.clicked.connect(slot)
@@ -94,9 +119,17 @@ class InstancesSection(QGroupBox):
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
         buttons.addSpacing(12)
-        for button in (self.stop_button, self.restart_button, self.logs_button, self.copy_button):
+        for button in (
+            self.stop_button,
+            self.restart_button,
+            self.logs_button,
+            self.metrics_button,
+            self.copy_button,
+        ):
             buttons.addWidget(button)
         buttons.addStretch(1)
+        buttons.addWidget(self.scan_button)
+        buttons.addWidget(self.attach_button)
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
@@ -147,12 +180,58 @@ class InstancesSection(QGroupBox):
             return
         self.stop(info)
 
-    def stop(self, info: InstanceInfo) -> None:
-        dismiss = info.status == InstanceStatus.FAILED
-        self._begin(info, "Dismissing" if dismiss else "Stopping")
-        call = self._bridge.stop_instance(info.id)
-        call.succeeded.connect(lambda _: self._end(info, "dismissed" if dismiss else "stopped"))
+    def stop(self, info: InstanceInfo, *, force: bool = False) -> None:
+        """Stop (or dismiss, or detach) it; `force` for an engine Roundhouse did not start."""
+        if info.status == InstanceStatus.FAILED:
+            doing, done = "Dismissing", "dismissed"
+        elif is_endpoint(info):
+            doing, done = "Detaching", "detached"
+        else:
+            doing, done = "Stopping", "stopped"
+        self._begin(info, doing)
+        call = self._bridge.stop_instance(info.id, force=force)
+        call.succeeded.connect(lambda _: self._end(info, done))
         call.failed.connect(lambda failure: self._end(info, None, failure))
+
+    def scan(self) -> None:
+        """Ask the daemon to look for engines it did not start; the table shows what it found."""
+        if self._scan_call is not None:
+            return
+        self.scan_button.setEnabled(False)
+        self.message_label.setText("Looking for engines running without Roundhouse…")
+        self._scan_call = call = self._bridge.scan_instances()
+        call.succeeded.connect(self._on_scan_succeeded)
+        call.failed.connect(self._on_scan_failed)
+        call.finished.connect(self._on_scan_finished)
+
+    def open_attach_dialog(self) -> AttachDialog:
+        """One attach dialog at a time; the new server's row is selected once attached."""
+        if self.attach_dialog is not None:
+            self.attach_dialog.raise_()
+            return self.attach_dialog
+        dialog = AttachDialog(self._bridge, self.window())
+        dialog.attached.connect(self._on_attach_dialog_attached)
+        dialog.finished.connect(self._on_attach_dialog_finished)
+        self.attach_dialog = dialog
+        # open(), not exec(): a nested event loop would stall qasync's tasks.
+        dialog.open()
+        return dialog
+
+    def open_metrics_of_selected(self) -> MetricsDialog | None:
+        info = self.selected()
+        return self.open_metrics(info) if info is not None else None
+
+    def open_metrics(self, info: InstanceInfo) -> MetricsDialog:
+        """One metrics window per instance: opening it again brings it to the front."""
+        dialog = self.metrics_dialogs.get(info.id)
+        if dialog is None:
+            dialog = MetricsDialog(self._bridge, info, self.window())
+            dialog.finished.connect(lambda _: self._on_metrics_dialog_finished(info.id))
+            self.metrics_dialogs[info.id] = dialog
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
 
     def restart_selected(self) -> None:
         info = self.selected()
@@ -192,13 +271,23 @@ class InstancesSection(QGroupBox):
     def _confirm_stop(self, info: InstanceInfo) -> None:
         box = QMessageBox(self.window())
         box.setIcon(QMessageBox.Icon.Warning)
-        box.setWindowTitle("Stop an engine Roundhouse did not start")
-        box.setText(f"Stop {info.engine.value} on port {info.port}?")
-        box.setInformativeText(
-            "Roundhouse found this engine running but did not start it: another program or "
-            "person may rely on it."
-        )
-        stop_button = box.addButton("Stop it", QMessageBox.ButtonRole.DestructiveRole)
+        endpoint = is_endpoint(info)
+        if endpoint:
+            box.setWindowTitle("Detach a server")
+            box.setText(f"Detach {info.name or info.base_url}?")
+            box.setInformativeText(
+                "Roundhouse forgets its address and its API key. The server itself keeps "
+                "running; attach it again any time."
+            )
+            stop_button = box.addButton("Detach", QMessageBox.ButtonRole.DestructiveRole)
+        else:
+            box.setWindowTitle("Stop an engine Roundhouse did not start")
+            box.setText(f"Stop {info.engine.value} on port {info.port}?")
+            box.setInformativeText(
+                "Roundhouse found this engine running but did not start it: another program "
+                "or person may rely on it."
+            )
+            stop_button = box.addButton("Stop it", QMessageBox.ButtonRole.DestructiveRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 
@@ -207,7 +296,8 @@ class InstancesSection(QGroupBox):
             clicked = box.clickedButton()
             box.deleteLater()
             if clicked is stop_button:
-                self.stop(info)
+                # The user agreed: the daemon stops an engine it did not start only when told.
+                self.stop(info, force=not endpoint)
 
         box.finished.connect(on_finished)
         self.confirm_box = box
@@ -234,28 +324,36 @@ class InstancesSection(QGroupBox):
         connected = self._bridge.state == ConnectionState.CONNECTED
         usable = connected and info is not None and info.id not in self._busy
         failed = info is not None and info.status == InstanceStatus.FAILED
-        stop_text = "Dismiss" if failed else "Stop"
+        endpoint = info is not None and is_endpoint(info)
+        stop_text = "Dismiss" if failed else "Detach" if endpoint else "Stop"
         self.stop_button.setText(stop_text)
         self._actions["stop"].setText(stop_text)
-        self.stop_button.setToolTip(
-            "Forget this failed instance" if failed else "Stop the engine and its processes"
-        )
+        if failed:
+            self.stop_button.setToolTip("Forget this failed instance")
+        elif endpoint:
+            self.stop_button.setToolTip("Forget this server; it keeps running")
+        else:
+            self.stop_button.setToolTip("Stop the engine and its processes")
         can_restart = usable and info is not None and info.options is not None
         enabled = {
             "stop": usable and (info is None or info.status != InstanceStatus.STOPPING),
             "restart": can_restart,
-            "logs": info is not None and connected,
+            "logs": info is not None and connected and not endpoint,
+            "metrics": info is not None and connected and not failed,
             "copy": info is not None and not failed,
         }
         for key, button in (
             ("stop", self.stop_button),
             ("restart", self.restart_button),
             ("logs", self.logs_button),
+            ("metrics", self.metrics_button),
             ("copy", self.copy_button),
         ):
             button.setEnabled(enabled[key])
             self._actions[key].setEnabled(enabled[key])
         self.start_button.setEnabled(connected)
+        self.scan_button.setEnabled(connected and self._scan_call is None)
+        self.attach_button.setEnabled(connected)
         if info is not None and info.options is None:
             self.restart_button.setToolTip(
                 "Roundhouse does not know the options this engine was started with: "
@@ -276,7 +374,7 @@ class InstancesSection(QGroupBox):
             return
         self.table.selectRow(index.row())
         menu = QMenu(self)
-        for key in ("stop", "restart", "logs", "copy"):
+        for key in ("stop", "restart", "logs", "metrics", "copy"):
             menu.addAction(self._actions[key])
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         menu.popup(self.table.viewport().mapToGlobal(pos))
@@ -294,6 +392,36 @@ class InstancesSection(QGroupBox):
     def _on_model_data_changed(self) -> None:
         # The selected row may have failed (Stop becomes Dismiss) or started stopping.
         self._update_actions()
+
+    def _on_scan_succeeded(self, listed: InstanceList) -> None:
+        found = [i for i in listed.instances if i.origin == InstanceOrigin.EXTERNAL]
+        if not found:
+            self.message_label.setText("No engine runs here without Roundhouse.")
+            return
+        names = ", ".join(f"{i.engine.value} on port {i.port}" for i in found)
+        self.message_label.setText(f"Running without Roundhouse: {names}.")
+
+    def _on_scan_failed(self, failure: Failure) -> None:
+        self.message_label.setText(f"The scan failed: {failure}")
+
+    def _on_scan_finished(self) -> None:
+        self._scan_call = None
+        self._update_actions()
+
+    def _on_attach_dialog_attached(self, info: InstanceInfo) -> None:
+        self.select_instance(info.id)
+        models = ", ".join(info.models) or "no models listed"
+        self.message_label.setText(f"Attached {info.name or info.base_url}: {models}.")
+
+    def _on_attach_dialog_finished(self) -> None:
+        dialog, self.attach_dialog = self.attach_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
+
+    def _on_metrics_dialog_finished(self, instance_id: str) -> None:
+        dialog = self.metrics_dialogs.pop(instance_id, None)
+        if dialog is not None:
+            dialog.deleteLater()
 
     def _on_log_dialog_finished(self, instance_id: str) -> None:
         dialog = self.log_dialogs.pop(instance_id, None)

@@ -1,0 +1,111 @@
+"""The Settings page against a real daemon: the engine settings read, changed, saved and read
+back; a value the daemon refuses is shown in words; Revert shows the daemon's again. Also the
+Ollama page without any Ollama, and the pages' order."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+
+from roundhouse.api.settings import LeftoverAction
+from roundhouse.base.paths import resolve_home
+from roundhouse.client import DaemonClient
+from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.daemon_bridge import ConnectionState
+from roundhouse.gui.pages.ollama_page import OllamaPage
+from roundhouse.gui.pages.settings_page import SettingsPage
+from tests.daemon_process import DaemonProcess, start_daemon
+from tests.gui.conftest import wait_until
+from tests.processes import free_port
+
+
+@pytest.fixture
+def no_ollama_daemon(home_root: Path) -> Iterator[DaemonProcess]:
+    process = start_daemon(home_root, env={"OLLAMA_HOST": f"127.0.0.1:{free_port()}"})
+    try:
+        yield process
+    finally:
+        process.stop(timeout=60)
+
+
+@pytest.fixture
+def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
+    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
+    built.window.show()
+    yield built
+    built.window.deleteLater()
+
+
+def test_pages_in_order(ui: Ui) -> None:
+    nav = ui.window.navigation
+    titles = [nav.item(row).text() for row in range(nav.count())]
+    assert titles == ["Hardware", "Engines", "Ollama", "Settings"]
+
+
+def test_settings_round_trip_a_refusal_and_ollama_absent(
+    ui: Ui, qloop: qasync.QEventLoop, no_ollama_daemon: DaemonProcess
+) -> None:
+    async def scenario() -> None:
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+
+        # No Ollama answers: the page says so, how to start one, and looks again; no dialog.
+        ollama = ui.window.show_page("Ollama")
+        assert isinstance(ollama, OllamaPage)
+        await wait_until(lambda: ollama.absent, 10, "the page to say so")
+        assert ollama.absent_view.title.text() == "Ollama is not running"
+        assert "ollama serve" in ollama.absent_view.detail.text()
+        assert ollama.absent_view.retry_button.isEnabled()
+        await wait_until(lambda: ui.bridge.engines is not None, 20, "the engines")
+        assert ollama.installer_url() == "https://ollama.com/download/linux"
+
+        page = ui.window.show_page("Settings")
+        assert isinstance(page, SettingsPage)
+        await wait_until(lambda: page.settings is not None, 10, "the settings")
+        assert page.ready_timeout.value() == 600 and page.python_paths() == []
+        assert page.leftover.currentData() == LeftoverAction.ADOPT
+        assert "keep serving" in page.leftover_help.text(), page.leftover_help.text()
+        assert (page.ready_timeout.minimum(), page.ready_timeout.maximum()) == (5, 7200)
+        assert not page.save_button.isEnabled(), "nothing changed yet"
+
+        page.python_edit.setText(sys.executable)
+        page.add_button.click()
+        page.leftover.setCurrentIndex(page.leftover.findData(LeftoverAction.REAP.value))
+        assert "stopped when the daemon starts" in page.leftover_help.text()
+        page.ready_timeout.setValue(120)
+        assert page.save_button.isEnabled()
+        page.save_button.click()
+        await wait_until(lambda: page.message.text().startswith("Saved"), 10, "the save")
+        assert not page.save_button.isEnabled()
+        async with DaemonClient(no_ollama_daemon.url, no_ollama_daemon.token) as client:
+            saved = (await client.settings()).engines
+        assert saved.python_paths == [sys.executable]
+        assert saved.on_leftover == LeftoverAction.REAP and saved.ready_timeout_s == 120
+
+        # The daemon validates: a value out of its range is refused in words.
+        page.ready_timeout.setRange(1, 100_000)
+        page.ready_timeout.setValue(1)
+        page.save_button.click()
+        await wait_until(lambda: bool(page.error_text()), 10, "the refusal")
+        assert "ready_timeout_s" in page.error_text() and "5" in page.error_text()
+        page.revert_button.click()
+        await wait_until(lambda: page.ready_timeout.value() == 120, 10, "the revert")
+        assert not page.error_text()
+
+        page.pythons.setCurrentRow(0)
+        page.remove_button.click()
+        assert page.python_paths() == [] and page.save_button.isEnabled()
+        ui.window.show_page("Ollama")
+        await asyncio.sleep(0.1)
+        assert ollama.absent
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        qloop.run_until_complete(ui.bridge.aclose())
