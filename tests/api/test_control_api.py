@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import httpx
@@ -94,6 +95,18 @@ def test_settings_are_saved_as_toml(daemon: DaemonProcess) -> None:
     text = daemon.home.settings_file.read_text(encoding="utf-8")
     assert "chart_refresh_hz = 3.0" in text
     assert "schema_version = 1" in text
+
+
+def test_a_python_that_is_not_there_is_refused(daemon: DaemonProcess) -> None:
+    with _client(daemon) as client:
+        settings = client.get("/api/v1/settings").json()
+        settings["engines"]["python_paths"] = ["/nowhere/bin/python"]
+        refused = client.put("/api/v1/settings", json=settings)
+        problem = _problem(refused)
+        assert problem.status == 422 and "/nowhere/bin/python" in problem.detail
+        assert client.get("/api/v1/settings").json()["engines"]["python_paths"] == []
+        settings["engines"]["python_paths"] = [sys.executable]
+        assert client.put("/api/v1/settings", json=settings).status_code == 200
 
 
 def test_hardware_inventory(daemon: DaemonProcess) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 
 from roundhouse.api.settings import SETTINGS_SCHEMA_VERSION, Settings
 from roundhouse.base.files import write_atomic
-from roundhouse.core.errors import SettingsError
+from roundhouse.core.errors import InvalidInputError, SettingsError
 
 # Each migration takes the raw TOML of version N and returns version N+1.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -58,3 +59,15 @@ def save_settings(path: Path, settings: Settings) -> None:
     """Write the settings atomically: a crash mid-write never leaves half a file."""
     data = settings.model_dump(mode="json", exclude_none=True)
     write_atomic(path, tomli_w.dumps(data).encode("utf-8"))
+
+
+def check_new_settings(settings: Settings) -> None:
+    """Refuse, in words, values a client sends that cannot work on this machine."""
+    for python in settings.engines.python_paths:
+        path = Path(python).expanduser()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise InvalidInputError(
+                f"{python} is not a Python interpreter on this machine (no executable file "
+                "there). Give the full path of a `python` in the environment that has the "
+                "engine, e.g. /home/me/venvs/vllm/bin/python."
+            )

@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        # Once is enough: later signals (the group's, then the process's own) are ignored.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)

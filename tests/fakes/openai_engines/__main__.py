@@ -192,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     server_box: list[ThreadingHTTPServer] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        # Once is enough: a second signal (the group's, then the process's own) re-entering
+        # Event.set() would deadlock on the Event's lock, as a real engine never does.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         stopping.set()
         for server in server_box:
             threading.Thread(target=server.shutdown, daemon=True).start()

@@ -163,3 +163,31 @@ def test_find_process_never_claims_our_own_process() -> None:
 def test_on_leftover_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="adopt"):
         manager(tmp_path, cast(OnLeftover, "keep"))
+
+
+def test_a_process_its_parent_has_not_reaped_counts_as_stopped(tmp_path: Path) -> None:
+    """An engine that exited on SIGTERM but whose parent (not us) has not reaped it yet is a
+    zombie: stopping it must not wait the whole grace time."""
+    from roundhouse.core.instances.manager import terminate_tree
+
+    pid_file = tmp_path / "child.pid"
+    parent_code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)  # never reaps the child\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    try:
+        deadline = time.monotonic() + 10
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = psutil.Process(int(pid_file.read_text()))
+        started = time.monotonic()
+        asyncio.run(terminate_tree(child, grace_s=10))
+        assert time.monotonic() - started < 5
+        assert child.status() == psutil.STATUS_ZOMBIE
+    finally:
+        parent.kill()
+        parent.wait()

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -320,16 +321,44 @@ async def terminate_tree(process: psutil.Process, grace_s: float) -> None:
         # psutil refuses to signal a pid that was reused by another process.
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             proc.terminate()
-    _, alive = await asyncio.to_thread(psutil.wait_procs, tree, grace_s)
+    alive = await _wait_gone(tree, grace_s)
     if group is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(group, signal.SIGKILL)
     for proc in alive:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             proc.kill()
-    _, alive = await asyncio.to_thread(psutil.wait_procs, alive, REAP_TIMEOUT_S)
+    alive = await _wait_gone(alive, REAP_TIMEOUT_S)
     for proc in alive:
         log.warning("Engine process %s did not end after SIGKILL", proc.pid)
+
+
+async def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Those of `procs` still running after `timeout_s`.
+
+    A process that exited but that its parent has not reaped yet (a zombie) counts as gone:
+    it holds no memory or port, and only its parent, not us, can reap it.
+    """
+    deadline = time.monotonic() + timeout_s
+    pending = list(procs)
+    while True:
+        pending = await asyncio.to_thread(_still_running, pending)
+        if not pending or time.monotonic() >= deadline:
+            return pending
+        await asyncio.sleep(0.05)
+
+
+def _still_running(procs: list[psutil.Process]) -> list[psutil.Process]:
+    return [p for p in procs if _running(p)]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
 
 
 def _own_group(process: psutil.Process) -> int | None:

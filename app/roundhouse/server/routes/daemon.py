@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from roundhouse.api.daemon import DaemonStatus, ShutdownAccepted
 from roundhouse.api.settings import Settings
-from roundhouse.core.settings import save_settings
+from roundhouse.core.settings import check_new_settings, save_settings
 from roundhouse.server.deps import Services
 
 router = APIRouter(tags=["daemon"])
@@ -39,6 +39,7 @@ async def get_settings(services: Services) -> Settings:
 
 @router.put("/settings", response_model=Settings)
 async def put_settings(new: Settings, services: Services) -> Settings:
+    check_new_settings(new)
     save_settings(services.home.settings_file, new)
     services.settings = new
     return new
