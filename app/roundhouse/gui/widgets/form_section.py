@@ -16,14 +16,21 @@ class FormSection(QGroupBox):
         self._values: dict[str, QLabel] = {}
         self._text: QLabel | None = None
 
-    def set_value(self, label: str, value: str | None, *, wrap: bool = True) -> None:
-        """Show a row; `wrap=False` for short values that change often (live readings):
-        a wrapping label's new text re-lays out the whole page, once a second."""
+    def set_value(
+        self, label: str, value: str | None, *, wrap: bool = True, live: str | None = None
+    ) -> None:
+        """Show a row. `live` is for short values that change often (readings): the widest
+        text expected, e.g. "888.8 GiB of 888.8 GiB (100 %)". The row then keeps a fixed
+        size, so a new reading repaints the label alone: a label whose size may change asks
+        the whole window to lay out again (every page measured), once a second."""
         field = self._values.get(label)
         if field is None:
             field = QLabel()
-            field.setWordWrap(wrap)
+            field.setWordWrap(wrap and live is None)
             field.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            if live is not None:
+                metrics = field.fontMetrics()
+                field.setFixedSize(metrics.horizontalAdvance(live) + 4, field.sizeHint().height())
             self._form.addRow(f"{label}:", field)
             self._values[label] = field
         field.setText(value or "")

@@ -67,9 +67,15 @@ class GpuCard(FormSection):
         temp: float | None,
         power: float | None,
     ) -> None:
-        self.set_value("Memory", _memory_text(used, free, total))
-        self.set_value("Utilization", f"{util:.0f} %" if util is not None else None)
-        self.set_value("Temperature", f"{temp:.0f} °C" if temp is not None else None)
+        # Live rows keep a fixed size (see FormSection.set_value): the widest text expected.
+        self.set_value(
+            "Memory",
+            _memory_text(used, free, total),
+            live="888.8 GiB (888.8 GiB free, 888.8 GiB used)",
+        )
+        utilization = f"{util:.0f} %" if util is not None else None
+        self.set_value("Utilization", utilization, live="100 %")
+        self.set_value("Temperature", f"{temp:.0f} °C" if temp is not None else None, live="888 °C")
         limit = self.gpu.power_limit_w
         if power is None:
             power_text = None
@@ -77,7 +83,7 @@ class GpuCard(FormSection):
             power_text = f"{power:.0f} W of {limit:.0f} W"
         else:
             power_text = f"{power:.0f} W"
-        self.set_value("Power", power_text)
+        self.set_value("Power", power_text, live="8888 W of 8888 W")
 
 
 def _memory_text(used: int | None, free: int | None, total: int | None) -> str | None:

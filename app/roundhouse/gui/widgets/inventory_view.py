@@ -69,13 +69,13 @@ class InventoryView(QWidget):
 
     def show_sample(self, sample: HardwareSample) -> None:
         """Live values between inventory refreshes."""
-        self.system.set_value("CPU load", f"{sample.cpu_percent:.0f} %", wrap=False)
+        self.system.set_value("CPU load", f"{sample.cpu_percent:.0f} %", live="100 %")
         used_share = 100 * sample.ram_used_bytes / max(sample.ram_total_bytes, 1)
         self.memory.set_value(
             "RAM in use",
             f"{format_bytes(sample.ram_used_bytes)} of {format_bytes(sample.ram_total_bytes)} "
             f"({used_share:.0f} %)",
-            wrap=False,
+            live="8888.8 MiB of 8888.8 MiB (100 %)",
         )
         for gpu_sample in sample.gpus:
             card = self.gpu_cards.get(gpu_sample.index)
