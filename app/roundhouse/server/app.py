@@ -8,6 +8,7 @@ from roundhouse.api.daemon import API_PREFIX
 from roundhouse.server.deps import require_token
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
+from roundhouse.server.routes.gateway import install_gateway
 from roundhouse.server.security import HostGuard
 from roundhouse.server.services import DaemonServices
 
@@ -29,6 +30,8 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(instances.router)
     api.include_router(ollama.router)
     app.include_router(api)
+    # The OpenAI-compatible gateway, outside /api/v1 and without the daemon token.
+    install_gateway(app)
 
     app.add_middleware(HostGuard)
     return app

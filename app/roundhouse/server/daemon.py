@@ -284,6 +284,7 @@ async def _serve(
         # A daemon that stops takes its engines with it: nothing is left running unseen.
         await instances.stop_all()
         await installs.close()
+        await services.close_gateway()
         await sampler.stop()
         await asyncio.to_thread(hardware.close)
         log.info("Daemon stopped after %.1f s", time.monotonic() - started)

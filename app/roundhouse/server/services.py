@@ -13,6 +13,7 @@ from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.core.engines.install.jobs import InstallJobs
+from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.sampler import Sampler
 
@@ -43,6 +44,8 @@ class DaemonServices:
     # Set by the composition root once the services exist (it resolves engines through them).
     instances: InstanceService | None = None
     installs: InstallJobs | None = None
+    # Made on first use, over the instance service.
+    gateway_state: Gateway | None = None
     started_at: float = field(default_factory=time.time)
     url: str = ""
     pid: int = 0
@@ -77,3 +80,12 @@ class DaemonServices:
         if self.installs is None:
             raise RuntimeError("the daemon was built without install jobs")
         return self.installs
+
+    def gateway(self) -> Gateway:
+        if self.gateway_state is None:
+            self.gateway_state = Gateway(self.instance_service())
+        return self.gateway_state
+
+    async def close_gateway(self) -> None:
+        if self.gateway_state is not None:
+            await self.gateway_state.aclose()

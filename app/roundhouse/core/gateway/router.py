@@ -1,0 +1,125 @@
+"""Which running instance serves a requested model name, and what the gateway lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from roundhouse.api.engines import EngineId
+from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+
+# Engines Roundhouse started answer first: their lifetime and output are ours to manage.
+_ORIGIN_RANK = {InstanceOrigin.STARTED: 0, InstanceOrigin.ADOPTED: 1, InstanceOrigin.EXTERNAL: 2}
+# Statuses from which an instance will (soon) serve again: the model is busy, not unknown.
+_COMING = frozenset(
+    {
+        InstanceStatus.STARTING,
+        InstanceStatus.LOADING,
+        InstanceStatus.RESTARTING,
+        InstanceStatus.UNHEALTHY,
+    }
+)
+
+
+class GatewayError(Exception):
+    """A request the gateway answers itself, in OpenAI's error shape."""
+
+    status = 500
+    kind = "server_error"
+    code = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequest(GatewayError):
+    status = 400
+    kind = "invalid_request_error"
+    code = "invalid_request"
+
+
+class ModelNotFound(GatewayError):
+    status = 404
+    kind = "invalid_request_error"
+    code = "model_not_found"
+
+
+class ModelNotReady(GatewayError):
+    status = 503
+    kind = "server_error"
+    code = "model_not_ready"
+
+
+class UpstreamFailed(GatewayError):
+    status = 502
+    kind = "server_error"
+    code = "upstream_unreachable"
+
+
+@dataclass(frozen=True)
+class Route:
+    instance: InstanceInfo
+    # The name the engine knows the model by: what goes in the forwarded `model` field.
+    upstream_model: str
+
+
+def _by_preference(instances: list[InstanceInfo]) -> list[InstanceInfo]:
+    return sorted(instances, key=lambda i: (_ORIGIN_RANK.get(i.origin, 3), i.started_at))
+
+
+def names_of(info: InstanceInfo) -> set[str]:
+    """Every name a client may use for what this instance serves."""
+    names = set(info.models)
+    if info.engine == EngineId.OLLAMA:
+        # Ollama serves many models, by tag: `llama3` is `llama3:latest`.
+        names |= {m.removesuffix(":latest") for m in info.models if m.endswith(":latest")}
+        return names
+    for name in (info.model, info.options.served_name if info.options else None):
+        if name:
+            names.add(name)
+            # A GGUF path is also known by its file name, with and without `.gguf`.
+            base = PurePath(name).name
+            names |= {base, base.removesuffix(".gguf")}
+    return names
+
+
+def _upstream_name(info: InstanceInfo, requested: str) -> str:
+    if requested in info.models or not info.models:
+        return requested
+    if info.engine == EngineId.OLLAMA and f"{requested}:latest" in info.models:
+        return requested
+    # An alias (a path, a file name): send the id the engine itself lists, since some
+    # engines (mlx_lm.server) would try to load whatever name they are sent.
+    return info.models[0]
+
+
+def route(instances: list[InstanceInfo], model: str) -> Route:
+    """The ready instance that serves `model`, started ones before found ones."""
+    serving = [i for i in _by_preference(instances) if model in names_of(i)]
+    ready = [i for i in serving if i.status == InstanceStatus.READY]
+    if ready:
+        return Route(ready[0], _upstream_name(ready[0], model))
+    coming = [i for i in serving if i.status in _COMING]
+    if coming:
+        info = coming[0]
+        raise ModelNotReady(
+            f"The model '{model}' is served by {info.engine.value} instance {info.id}, which "
+            f"is {info.status.value} and not answering yet. Retry in a moment."
+        )
+    available = sorted(listed(instances))
+    offer = ", ".join(f"'{m}'" for m in available) if available else "none (start an instance)"
+    raise ModelNotFound(
+        f"The model '{model}' is not served by any running instance. Models available: {offer}."
+    )
+
+
+def listed(instances: list[InstanceInfo]) -> dict[str, InstanceInfo]:
+    """Each model id that ready instances serve, with the instance a request for it goes to."""
+    out: dict[str, InstanceInfo] = {}
+    for info in _by_preference(instances):
+        if info.status != InstanceStatus.READY:
+            continue
+        for model in info.models or ([info.model] if info.model else []):
+            out.setdefault(model, info)
+    return out

@@ -1,0 +1,39 @@
+"""Tokens and requests counted per instance from the usage the engines report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class InstanceUsage:
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class UsageCounter:
+    """In memory for now: counts since the daemon started, per instance id."""
+
+    def __init__(self) -> None:
+        self._by_instance: dict[str, InstanceUsage] = {}
+
+    def record(self, instance_id: str, usage: Any) -> None:
+        """Count one request, with its tokens when `usage` is OpenAI's usage object."""
+        counted = self._by_instance.setdefault(instance_id, InstanceUsage())
+        counted.requests += 1
+        if isinstance(usage, dict):
+            counted.prompt_tokens += _int(usage.get("prompt_tokens"))
+            counted.completion_tokens += _int(usage.get("completion_tokens"))
+
+    def get(self, instance_id: str) -> InstanceUsage:
+        return self._by_instance.get(instance_id, InstanceUsage())
+
+    def all(self) -> dict[str, InstanceUsage]:
+        return dict(self._by_instance)
+
+
+def _int(value: Any) -> int:
+    # bool is an int subclass; a token count never is one.
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

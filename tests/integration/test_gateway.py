@@ -1,0 +1,165 @@
+"""The OpenAI-compatible gateway at /v1 through a real daemon and the real llama-server, with
+the official `openai` client: models, chat and completions, streaming with and without usage,
+an unknown model, a foreign Host."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from openai import OpenAI
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
+from roundhouse.client import DaemonClient
+from tests.daemon_process import DaemonProcess, start_daemon
+
+READY_TIMEOUT_S = 60.0
+MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
+    {"role": "user", "content": "Say hello."}
+]
+
+
+@dataclass
+class Served:
+    daemon: DaemonProcess
+    instance: InstanceInfo
+    model: str
+    client: OpenAI
+
+
+async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        started = await client.start_instance(
+            StartRequest(
+                engine=EngineId.LLAMA_CPP,
+                options=InstanceOptions(model=str(model), ctx_size=512, parallel=2),
+            )
+        )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        info = started
+        while time.monotonic() < deadline:
+            info = await client.instance(started.id)
+            if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
+                break
+            await asyncio.sleep(0.1)
+        assert info.status == InstanceStatus.READY, info
+        return info
+
+
+@pytest.fixture(scope="module")
+def served(
+    llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    env = {"PATH": f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    daemon = start_daemon(tmp_path_factory.mktemp("gateway") / "home", env=env)
+    try:
+        info = asyncio.run(_start_ready(daemon, tiny_gguf))
+        assert info.models, info
+        client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        yield Served(daemon, info, info.models[0], client)
+        client.close()
+    finally:
+        if daemon.process.poll() is None:
+            daemon.stop(timeout=60)
+
+
+def test_models_lists_what_the_instance_serves(served: Served) -> None:
+    models = {m.id: m for m in served.client.models.list()}
+    assert served.model in models, models
+    listed = models[served.model]
+    assert listed.owned_by == "llama.cpp"
+    extra = listed.model_extra or {}
+    assert extra["roundhouse"]["instance"] == served.instance.id
+
+
+def test_chat_without_streaming_returns_content_and_usage(served: Served) -> None:
+    reply = served.client.chat.completions.create(
+        model=served.model, messages=MESSAGES, max_tokens=8
+    )
+    assert reply.choices[0].message.content
+    assert reply.usage is not None and reply.usage.completion_tokens > 0
+
+
+def test_the_instance_is_also_known_by_its_file_name(served: Served, tiny_gguf: Path) -> None:
+    reply = served.client.chat.completions.create(
+        model=tiny_gguf.name, messages=MESSAGES, max_tokens=4
+    )
+    assert reply.choices[0].message.content is not None
+
+
+def test_stream_without_usage_sends_no_usage_chunk(served: Served) -> None:
+    chunks = list(
+        served.client.chat.completions.create(
+            model=served.model, messages=MESSAGES, max_tokens=8, stream=True
+        )
+    )
+    assert len(chunks) > 1
+    assert all(c.choices for c in chunks), "a usage-only chunk reached a client not asking"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks)
+
+
+def test_stream_with_usage_ends_with_the_usage_chunk(served: Served) -> None:
+    chunks = list(
+        served.client.chat.completions.create(
+            model=served.model,
+            messages=MESSAGES,
+            max_tokens=8,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    last = chunks[-1]
+    assert last.choices == []
+    assert last.usage is not None and last.usage.completion_tokens > 0
+    assert all(c.choices for c in chunks[:-1])
+
+
+def test_completions_with_and_without_streaming(served: Served) -> None:
+    reply = served.client.completions.create(model=served.model, prompt="Once upon", max_tokens=6)
+    assert reply.choices[0].text
+    streamed = list(
+        served.client.completions.create(
+            model=served.model, prompt="Once upon", max_tokens=6, stream=True
+        )
+    )
+    assert "".join(c.choices[0].text for c in streamed if c.choices)
+    assert all(c.choices for c in streamed)
+
+
+def test_unknown_model_is_not_found_in_openai_shape(served: Served) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        served.client.chat.completions.create(model="no-such-model", messages=MESSAGES)
+    body = caught.value.body
+    assert isinstance(body, dict)
+    assert body["code"] == "model_not_found"
+    assert served.model in body["message"]
+
+
+def test_a_request_without_a_model_is_refused(served: Served) -> None:
+    reply = httpx.post(
+        served.daemon.url + "/v1/chat/completions",
+        json={"messages": MESSAGES},
+        trust_env=False,
+    )
+    assert reply.status_code == 400
+    assert reply.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_foreign_host_is_refused(served: Served) -> None:
+    for method, path in (("GET", "/v1/models"), ("POST", "/v1/chat/completions")):
+        reply = httpx.request(
+            method,
+            served.daemon.url + path,
+            headers={"Host": "evil.example"},
+            json={"model": served.model, "messages": MESSAGES},
+            trust_env=False,
+        )
+        assert reply.status_code == 403, (path, reply.text)
