@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from functools import cache
 from typing import Any, TypeVar
 
@@ -214,8 +215,9 @@ class DaemonClient:
 
     async def follow_install(self, job_id: str) -> AsyncIterator[InstallJob]:
         """The job at each change, until it ends."""
-        async for _, data in self._stream(f"/installs/{job_id}/stream", ("job",)):
-            yield InstallJob.model_validate_json(data)
+        async with aclosing(self._stream(f"/installs/{job_id}/stream", ("job",))) as events:
+            async for _, data in events:
+                yield InstallJob.model_validate_json(data)
 
     async def llamacpp_builds(self) -> BuildList:
         return await self._request("GET", "/engines/llama.cpp/builds", BuildList)
@@ -286,32 +288,39 @@ class DaemonClient:
             headers=JSON,
             params=self._instance(instance),
         )
-        async for name, data in stream:
-            if name == "error":
-                raise ApiError(Problem.model_validate_json(data))
-            yield OllamaPullProgress.model_validate_json(data)
+        async with aclosing(stream) as events:
+            async for name, data in events:
+                if name == "error":
+                    raise ApiError(Problem.model_validate_json(data))
+                yield OllamaPullProgress.model_validate_json(data)
 
     async def samples(self, since: float | None = None) -> SampleHistory:
         params = {"since": str(since)} if since is not None else {}
         return await self._request("GET", "/hardware/samples", SampleHistory, params=params)
 
+    # Each stream closes the generators it iterates itself (aclosing): one left suspended
+    # would be closed later by the garbage collector, perhaps with no event loop running
+    # (the app's qasync loop between runs), and its HTTP connection with it.
+
     async def stream_samples(self) -> AsyncIterator[HardwareSample]:
         """Every new hardware sample, as the daemon takes it, until the stream ends."""
-        async for _, data in self._stream("/hardware/samples/stream", ("sample",)):
-            yield HardwareSample.model_validate_json(data)
+        async with aclosing(self._stream("/hardware/samples/stream", ("sample",))) as events:
+            async for _, data in events:
+                yield HardwareSample.model_validate_json(data)
 
     async def _stream(
         self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
-    ) -> AsyncIterator[tuple[str, str]]:
+    ) -> AsyncGenerator[tuple[str, str], None]:
         timeout = httpx.Timeout(10.0, connect=2.0, read=None)
         try:
             async with aconnect_sse(self._http, method, path, timeout=timeout, **kwargs) as source:
                 if not source.response.is_success:
                     await source.response.aread()
                     _raise_for_problem(source.response)
-                async for sse in source.aiter_sse():
-                    if sse.event in event_names:
-                        yield sse.event, sse.data
+                async with aclosing(source.aiter_sse()) as events:
+                    async for sse in events:
+                        if sse.event in event_names:
+                            yield sse.event, sse.data
         except httpx.TransportError as exc:
             raise DaemonUnreachableError(
                 f"The live stream from the daemon at {self.base_url} broke ({type(exc).__name__})."
