@@ -274,6 +274,11 @@ class DaemonBridge(QObject):
                 message = "The daemon ended the live stream (it may be stopping or restarting)."
             except (ClientError, OSError) as exc:
                 message = str(exc)
+            except Exception as exc:
+                # Anything else (a library failing as a stream breaks) must not end the
+                # session for good: the app would never reconnect. Say it and retry.
+                log.exception("The connection to the daemon failed unexpectedly")
+                message = f"The connection to the daemon failed ({type(exc).__name__}: {exc})."
             finally:
                 await self._close_client()
             # Only the first attempt may start a daemon: one the user stopped stays stopped.
@@ -463,7 +468,11 @@ class DaemonBridge(QObject):
     async def _close_client(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            await client.aclose()
+            try:
+                await client.aclose()
+            except Exception:
+                # Closing what already broke may fail too; nothing is left to do with it.
+                log.debug("Closing the daemon client failed", exc_info=True)
 
     # Helpers.
 
