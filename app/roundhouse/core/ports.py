@@ -48,7 +48,10 @@ def port_owner(port: int) -> PortOwner | None:
 def bind_listener(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (port 0 picks a free one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets that say they are
+    # TCP, and the connections accepted here inherit it. Without it a streamed reply's
+    # headers and first event were held back by Nagle's algorithm for a delayed ACK (40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     # On POSIX SO_REUSEADDR only skips TIME_WAIT; on Windows it would let two servers share
     # a port, so it is set only where it is safe.
     if os.name != "nt":

@@ -24,10 +24,10 @@ class Gateway:
         self._keys: dict[str, str | None] = {}
 
     def models(self) -> dict[str, InstanceInfo]:
-        return listed(self.instances.all())
+        return listed(self.instances.all(memory=False))
 
     def route(self, model: str) -> Route:
-        return route(self.instances.all(), model)
+        return route(self.instances.all(memory=False), model)
 
     async def _headers(self, info: InstanceInfo, stream: bool) -> dict[str, str]:
         headers = {

@@ -265,11 +265,13 @@ class InstanceService:
 
     # -- look ---------------------------------------------------------------------------
 
-    def all(self) -> list[InstanceInfo]:
+    def all(self, *, memory: bool = True) -> list[InstanceInfo]:
+        """Every instance; `memory=False` skips measuring process trees (the gateway routes
+        on every request and needs none of it)."""
         entries = sorted(self._entries.values(), key=lambda e: e.started_at)
-        return [self.info(e.id) for e in entries]
+        return [self.info(e.id, memory=memory) for e in entries]
 
-    def info(self, instance_id: str) -> InstanceInfo:
+    def info(self, instance_id: str, *, memory: bool = True) -> InstanceInfo:
         entry = self._entry(instance_id)
         self._check_adopted_alive(entry)
         progress = entry.progress
@@ -289,7 +291,9 @@ class InstanceService:
             ready_at=entry.ready_at,
             waited_s=round(progress.elapsed_s, 1) if progress else None,
             probe_status=progress.last_status if progress else entry.probe_status,
-            rss_bytes=_tree_rss(entry.pid) if entry.status != InstanceStatus.FAILED else None,
+            rss_bytes=(
+                _tree_rss(entry.pid) if memory and entry.status != InstanceStatus.FAILED else None
+            ),
             restarts=entry.restarts,
             last_exit=_exit_info(last_exit) if last_exit else None,
             error=entry.error,
