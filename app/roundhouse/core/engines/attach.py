@@ -40,6 +40,7 @@ from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.ollama_api import ollama_base_url
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
 from roundhouse.core.ports import port_owner
+from roundhouse.core.supervise.readiness import model_ids
 
 PROBE_TIMEOUT_S = 1.5
 REFUSED = "connection refused"
@@ -329,22 +330,6 @@ def _connect_failure(exc: BaseException) -> str:
             return f"a TLS error ({seen})"
         seen = seen.__cause__ or seen.__context__
     return f"no connection ({exc})"
-
-
-def model_ids(body: Any) -> list[str]:
-    """Model ids from OpenAI's `{"data": [{"id"}]}` or Ollama's `{"models": [{"name"}]}`."""
-    ids: list[str] = []
-    if not isinstance(body, dict):
-        return ids
-    for entry in body.get("data") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            ids.append(entry["id"])
-    for entry in body.get("models") or []:
-        if isinstance(entry, dict):
-            name = entry.get("name") or entry.get("model")
-            if isinstance(name, str):
-                ids.append(name)
-    return list(dict.fromkeys(ids))
 
 
 def _json(response: httpx.Response) -> Any:

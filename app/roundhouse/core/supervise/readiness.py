@@ -159,7 +159,7 @@ async def check_identity(plan: LaunchPlan, pid: int, http: httpx.AsyncClient) ->
                 f"{plan.models_url} did not answer a model list (not JSON): the engine cannot "
                 "list its models."
             ) from None
-        ids = _model_ids(body)
+        ids = model_ids(body)
         if plan.expected_model_id is not None and plan.expected_model_id not in ids:
             listed = ", ".join(ids) or "no model"
             raise EngineIdentityError(
@@ -172,7 +172,9 @@ async def check_identity(plan: LaunchPlan, pid: int, http: httpx.AsyncClient) ->
     return Identity(tuple(ids), listener, listener_pid)
 
 
-def _model_ids(body: Any) -> list[str]:
+def model_ids(body: Any) -> list[str]:
+    """Model ids from OpenAI's `{"data": [{"id"}]}` or Ollama's `{"models": [{"name",
+    "model"}]}` (which llama-server also sends), each once, in order."""
     ids: list[str] = []
     if not isinstance(body, dict):
         return ids
