@@ -35,6 +35,7 @@ from roundhouse.api.installs import (
 )
 from roundhouse.gui.call import Call
 from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.install_view import InstallView
 
 HEADERS = ("Build", "Backend", "File", "Installed", "")
@@ -220,30 +221,23 @@ class BuildsDialog(QDialog):
         self._update_actions()
 
     def _confirm_remove_current(self, build: InstalledBuild) -> None:
-        box = QMessageBox(self)
-        box.setIcon(QMessageBox.Icon.Warning)
-        box.setWindowTitle("Remove the current build")
-        box.setText(f"Remove {build.tag}, the build llama.cpp starts with?")
         others = [tag for tag in self.tags() if tag != build.tag]
-        box.setInformativeText(
-            "Choose another with Use first to keep llama.cpp ready."
-            if others
-            else "No other build is installed: llama.cpp is then started from PATH, if found."
+        self.confirm_box = ask_to_confirm(
+            self,
+            title="Remove the current build",
+            text=f"Remove {build.tag}, the build llama.cpp starts with?",
+            detail=(
+                "Choose another with Use first to keep llama.cpp ready."
+                if others
+                else "No other build is installed: llama.cpp is then started from PATH, if found."
+            ),
+            action="Remove",
+            on_confirm=lambda: self._remove(build, force=True),
+            on_closed=self._forget_confirm_box,
         )
-        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 
-        def on_finished() -> None:
-            self.confirm_box = None
-            clicked = box.clickedButton()
-            box.deleteLater()
-            if clicked is remove:
-                self._remove(build, force=True)
-
-        box.finished.connect(on_finished)
-        self.confirm_box = box
-        box.open()
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
 
     def _remove(self, build: InstalledBuild, *, force: bool) -> None:
         self._begin(f"Removing {build.tag}…")

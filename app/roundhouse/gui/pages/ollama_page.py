@@ -39,6 +39,7 @@ from roundhouse.api.ollama import (
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.ollama_show_dialog import OllamaShowDialog
+from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.engine_card import installer_for
 from roundhouse.gui.widgets.keyed_table_model import KeyedTableModel
 from roundhouse.gui.widgets.ollama_absent_view import OllamaAbsentView
@@ -337,27 +338,23 @@ class OllamaPage(QWidget):
         model = _selected(self.models_view, self.models)
         if not isinstance(model, OllamaModel) or self._action is not None:
             return
-        box = QMessageBox(self.window())
-        box.setIcon(QMessageBox.Icon.Warning)
-        box.setWindowTitle("Delete an Ollama model")
-        box.setText(f"Delete {model.name} from Ollama?")
-        box.setInformativeText("Its files are removed; pull it again to use it.")
-        delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 
-        def on_finished() -> None:
-            self.confirm_box = None
-            clicked = box.clickedButton()
-            box.deleteLater()
-            if clicked is delete:
-                call = self._bridge.ollama.delete(model.name, self.instance())
-                self._act(f"Deleting {model.name}…", f"Deleted {model.name}.", call)
+        def delete() -> None:
+            call = self._bridge.ollama.delete(model.name, self.instance())
+            self._act(f"Deleting {model.name}…", f"Deleted {model.name}.", call)
 
-        box.finished.connect(on_finished)
-        self.confirm_box = box
-        # open(), not exec(): a nested event loop would stall qasync's tasks.
-        box.open()
+        self.confirm_box = ask_to_confirm(
+            self.window(),
+            title="Delete an Ollama model",
+            text=f"Delete {model.name} from Ollama?",
+            detail="Its files are removed; pull it again to use it.",
+            action="Delete",
+            on_confirm=delete,
+            on_closed=self._forget_confirm_box,
+        )
+
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
 
     def _act(self, doing: str, done: str, call: Call) -> None:
         self._say(doing)

@@ -37,6 +37,7 @@ from roundhouse.api.engines import (
 from roundhouse.api.installs import InstallJob, InstallRequest, JobState
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.install_view import InstallView
 
 OS_NAMES = {"Darwin": "macOS", "Linux": "Linux", "Windows": "Windows"}
@@ -252,28 +253,21 @@ class EngineCard(QGroupBox):
         """Ask, then delete the environment Roundhouse made for the engine."""
         if self._remove_call is not None:
             return
-        box = QMessageBox(self.window())
-        box.setIcon(QMessageBox.Icon.Warning)
-        box.setWindowTitle("Remove an engine's environment")
-        box.setText(f"Remove the Python environment of {self.spec.title}?")
-        box.setInformativeText(
-            "Roundhouse deletes the environment it made and everything pip installed in it. "
-            "Running instances of the engine must be stopped first. Install it again any time."
+        self.confirm_box = ask_to_confirm(
+            self.window(),
+            title="Remove an engine's environment",
+            text=f"Remove the Python environment of {self.spec.title}?",
+            detail=(
+                "Roundhouse deletes the environment it made and everything pip installed in it. "
+                "Running instances of the engine must be stopped first. Install it again any time."
+            ),
+            action="Remove",
+            on_confirm=self._remove_environment,
+            on_closed=self._forget_confirm_box,
         )
-        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 
-        def on_finished() -> None:
-            self.confirm_box = None
-            clicked = box.clickedButton()
-            box.deleteLater()
-            if clicked is remove:
-                self._remove_environment()
-
-        box.finished.connect(on_finished)
-        self.confirm_box = box
-        box.open()
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
 
     def _remove_environment(self) -> None:
         self._show_note(f"Removing the environment of {self.spec.title}…")

@@ -26,6 +26,7 @@ from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.attach_dialog import AttachDialog
 from roundhouse.gui.dialogs.log_dialog import LogDialog
 from roundhouse.gui.dialogs.metrics_dialog import MetricsDialog
+from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.instances_model import HEADERS, Column, InstancesModel, model_name
 
 EMPTY_TEXT = "No engine is running. Start one with “Start…” here or on an engine below."
@@ -269,40 +270,34 @@ class InstancesSection(QGroupBox):
     # -- how actions go -----------------------------------------------------------------
 
     def _confirm_stop(self, info: InstanceInfo) -> None:
-        box = QMessageBox(self.window())
-        box.setIcon(QMessageBox.Icon.Warning)
         endpoint = is_endpoint(info)
         if endpoint:
-            box.setWindowTitle("Detach a server")
-            box.setText(f"Detach {info.name or info.base_url}?")
-            box.setInformativeText(
+            title, action = "Detach a server", "Detach"
+            text = f"Detach {info.name or info.base_url}?"
+            detail = (
                 "Roundhouse forgets its address and its API key. The server itself keeps "
                 "running; attach it again any time."
             )
-            stop_button = box.addButton("Detach", QMessageBox.ButtonRole.DestructiveRole)
         else:
-            box.setWindowTitle("Stop an engine Roundhouse did not start")
-            box.setText(f"Stop {info.engine.value} on port {info.port}?")
-            box.setInformativeText(
+            title, action = "Stop an engine Roundhouse did not start", "Stop it"
+            text = f"Stop {info.engine.value} on port {info.port}?"
+            detail = (
                 "Roundhouse found this engine running but did not start it: another program "
                 "or person may rely on it."
             )
-            stop_button = box.addButton("Stop it", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        self.confirm_box = ask_to_confirm(
+            self.window(),
+            title=title,
+            text=text,
+            detail=detail,
+            action=action,
+            # The user agreed: the daemon stops an engine it did not start only when told.
+            on_confirm=lambda: self.stop(info, force=not endpoint),
+            on_closed=self._forget_confirm_box,
+        )
 
-        def on_finished() -> None:
-            self.confirm_box = None
-            clicked = box.clickedButton()
-            box.deleteLater()
-            if clicked is stop_button:
-                # The user agreed: the daemon stops an engine it did not start only when told.
-                self.stop(info, force=not endpoint)
-
-        box.finished.connect(on_finished)
-        self.confirm_box = box
-        # open(), not exec(): a nested event loop would stall qasync's tasks.
-        box.open()
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
 
     def _begin(self, info: InstanceInfo, doing: str) -> None:
         self._busy[info.id] = doing
