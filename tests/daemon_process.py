@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,3 +62,20 @@ def start_daemon(
         time.sleep(0.05)
     process.kill()
     raise RuntimeError("daemon did not write its discovery file in time")
+
+
+@contextmanager
+def running_daemon(root: Path, env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
+    """A daemon for the length of the block (as `start_daemon`); stopped after, with its
+    engines, unless the test stopped it already."""
+    daemon = start_daemon(root, env=env)
+    try:
+        yield daemon
+    finally:
+        if daemon.process.poll() is None:
+            daemon.stop(timeout=60)
+
+
+def path_with(binary: Path) -> dict[str, str]:
+    """An environment whose PATH finds `binary` (a daemon started with it detects it)."""
+    return {"PATH": f"{binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}

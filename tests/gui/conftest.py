@@ -23,8 +23,9 @@ from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
+from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.event_loop import install_asyncgen_hooks
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, running_daemon
 
 GUI_DIR = Path(__file__).parent
 # What the offscreen platform says about features it lacks: not a defect of ours.
@@ -68,13 +69,17 @@ async def wait_until(predicate: Callable[[], bool], within_s: float = 15.0, what
 @pytest.fixture
 def llama_daemon(llama_server_binary: Path, home_root: Path) -> Iterator[DaemonProcess]:
     """A real daemon whose PATH finds the real llama-server; its engines stop with it."""
-    env = {"PATH": f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = start_daemon(home_root, env=env)
-    try:
+    with running_daemon(home_root, env=path_with(llama_server_binary)) as proc:
         yield proc
-    finally:
-        if proc.process.poll() is None:
-            proc.stop(timeout=60)
+
+
+@pytest.fixture
+def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
+    """The app's window, shown, against the home's daemon; its bridge is not started."""
+    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
+    built.window.show()
+    yield built
+    built.window.deleteLater()
 
 
 @pytest.fixture

@@ -5,23 +5,21 @@ llama-server, or why an engine has none."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import qasync
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceOrigin, StartRequest
-from roundhouse.base.paths import resolve_home
-from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.engines_page import EnginesPage
 from roundhouse.gui.widgets.instances_section import InstancesSection
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, running_daemon
 from tests.fakes.launchers import start_vllm_serve
 from tests.fakes.openai_engines import EngineStandin
 from tests.gui.conftest import wait_until
@@ -44,25 +42,14 @@ def external_daemon(
     llama_server_binary: Path, keyed: EngineStandin, home_root: Path, tmp_path: Path
 ) -> Iterator[DaemonProcess]:
     env = {
-        "PATH": f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **path_with(llama_server_binary),
         # No Ollama here: nothing answers on this port.
         "OLLAMA_HOST": f"127.0.0.1:{free_port()}",
         "PYTHON_KEYRING_BACKEND": "tests.fakes.keyring_backend.FileKeyring",
         "ROUNDHOUSE_TEST_KEYRING": str(tmp_path / "keyring.json"),
     }
-    process = start_daemon(home_root, env=env)
-    try:
+    with running_daemon(home_root, env=env) as process:
         yield process
-    finally:
-        process.stop(timeout=60)
-
-
-@pytest.fixture
-def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
-    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
-    built.window.show()
-    yield built
-    built.window.deleteLater()
 
 
 def _row(section: InstancesSection, port: int) -> dict[str, str] | None:

@@ -14,17 +14,16 @@ import pytest
 import qasync
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.installs import InstallRequest, JobState
-from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
-from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.dialogs.builds_dialog import CURRENT_MARK, BuildsDialog
 from roundhouse.gui.pages.engines_page import EnginesPage
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.releases.server import ReleaseServer
 from tests.gui.conftest import wait_until
 from tests.unit.install.wheels import fake_mlx_wheels
@@ -50,19 +49,8 @@ def install_daemon(
         # Nothing on PATH but Python: only what the installs bring is found.
         "PATH": str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin",
     }
-    process = start_daemon(home_root, env=env)
-    try:
+    with running_daemon(home_root, env=env) as process:
         yield process
-    finally:
-        process.stop(timeout=60)
-
-
-@pytest.fixture
-def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
-    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
-    built.window.show()
-    yield built
-    built.window.deleteLater()
 
 
 class UrlCatcher(QObject):

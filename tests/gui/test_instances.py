@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,10 @@ import pytest
 import qasync
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.engines import EngineId
-from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
-from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.pages.engines_page import EnginesPage
@@ -30,14 +28,6 @@ from tests.daemon_process import DaemonProcess
 from tests.gui.conftest import wait_until
 
 READY_S = 60.0
-
-
-@pytest.fixture
-def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
-    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
-    built.window.show()
-    yield built
-    built.window.deleteLater()
 
 
 def _run(ui: Ui, qloop: qasync.QEventLoop, scenario: Coroutine[Any, Any, None]) -> None:

@@ -12,11 +12,10 @@ import qasync
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from roundhouse.api.ollama import OllamaPullProgress
-from roundhouse.base.paths import resolve_home
-from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.ollama_page import OllamaPage
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.launchers import start_ollama_serve
 from tests.fakes.ollama import OllamaStandin
 from tests.gui.conftest import wait_until
@@ -34,19 +33,8 @@ def standin(tmp_path: Path) -> Iterator[OllamaStandin]:
 
 @pytest.fixture
 def ollama_daemon(standin: OllamaStandin, home_root: Path) -> Iterator[DaemonProcess]:
-    process = start_daemon(home_root, env={"OLLAMA_HOST": f"127.0.0.1:{standin.port}"})
-    try:
+    with running_daemon(home_root, env={"OLLAMA_HOST": f"127.0.0.1:{standin.port}"}) as process:
         yield process
-    finally:
-        process.stop(timeout=60)
-
-
-@pytest.fixture
-def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
-    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
-    built.window.show()
-    yield built
-    built.window.deleteLater()
 
 
 def _message_boxes() -> list[QMessageBox]:

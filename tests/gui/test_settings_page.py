@@ -11,35 +11,22 @@ from pathlib import Path
 
 import pytest
 import qasync
-from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.settings import LeftoverAction
-from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
-from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.ollama_page import OllamaPage
 from roundhouse.gui.pages.settings_page import SettingsPage
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, running_daemon
 from tests.gui.conftest import wait_until
 from tests.processes import free_port
 
 
 @pytest.fixture
 def no_ollama_daemon(home_root: Path) -> Iterator[DaemonProcess]:
-    process = start_daemon(home_root, env={"OLLAMA_HOST": f"127.0.0.1:{free_port()}"})
-    try:
+    with running_daemon(home_root, env={"OLLAMA_HOST": f"127.0.0.1:{free_port()}"}) as process:
         yield process
-    finally:
-        process.stop(timeout=60)
-
-
-@pytest.fixture
-def ui(qapp: QApplication, home_root: Path) -> Iterator[Ui]:
-    built = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
-    built.window.show()
-    yield built
-    built.window.deleteLater()
 
 
 def test_pages_in_order(ui: Ui) -> None:

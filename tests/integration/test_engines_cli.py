@@ -14,19 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, running_daemon
 from tests.processes import alive, assert_nothing_left
 
 
 @pytest.fixture
 def served(llama_server_binary: Path, tmp_path: Path) -> Iterator[DaemonProcess]:
-    path = f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    daemon = start_daemon(tmp_path / "home", env={"PATH": path})
-    try:
+    with running_daemon(tmp_path / "home", env=path_with(llama_server_binary)) as daemon:
         yield daemon
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def _cli(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:

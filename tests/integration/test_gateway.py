@@ -5,7 +5,6 @@ an unknown model, a foreign Host."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from openai import OpenAI
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
 from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, start_daemon
 
 READY_TIMEOUT_S = 60.0
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -58,7 +57,7 @@ async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    env = {"PATH": f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = path_with(llama_server_binary)
     daemon = start_daemon(tmp_path_factory.mktemp("gateway") / "home", env=env)
     try:
         info = asyncio.run(_start_ready(daemon, tiny_gguf))

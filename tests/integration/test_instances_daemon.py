@@ -28,14 +28,10 @@ from roundhouse.api.settings import EngineSettings, LeftoverAction, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import ApiError, DaemonClient
 from roundhouse.core.settings import save_settings
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_daemon
 from tests.processes import alive, assert_nothing_left
 
 READY_TIMEOUT_S = 60.0
-
-
-def _env(binary: Path) -> dict[str, str]:
-    return {"PATH": f"{binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 @pytest.fixture
@@ -50,12 +46,8 @@ def odd_model(tiny_gguf: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def served(llama_server_binary: Path, tmp_path: Path) -> Iterator[DaemonProcess]:
-    daemon = start_daemon(tmp_path / "home", env=_env(llama_server_binary))
-    try:
+    with running_daemon(tmp_path / "home", env=path_with(llama_server_binary)) as daemon:
         yield daemon
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def _ours(instances: list[InstanceInfo]) -> list[InstanceInfo]:
@@ -246,7 +238,7 @@ def test_a_killed_daemon_leaves_engines_a_new_one_adopts_or_reaps(
     home = resolve_home(root)
     home.ensure()
     save_settings(home.settings_file, Settings(engines=EngineSettings(on_leftover=leftover)))
-    env = _env(llama_server_binary)
+    env = path_with(llama_server_binary)
     first = start_daemon(root, env=env)
     second: DaemonProcess | None = None
     pids: list[int] = []
@@ -316,7 +308,7 @@ def test_a_killed_daemon_leaves_engines_a_new_one_adopts_or_reaps(
 def test_stopping_the_daemon_stops_its_engines(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    daemon = start_daemon(tmp_path / "home", env=_env(llama_server_binary))
+    daemon = start_daemon(tmp_path / "home", env=path_with(llama_server_binary))
     try:
 
         async def main() -> list[InstanceInfo]:
@@ -383,7 +375,7 @@ def test_quit_with_stop_from_the_app_leaves_no_engine(
     """The tray's "Stop and quit" and `roundhouse stop` both end in lifecycle.stop_daemon."""
     from roundhouse.client.lifecycle import stop_daemon
 
-    daemon = start_daemon(tmp_path / "home", env=_env(llama_server_binary))
+    daemon = start_daemon(tmp_path / "home", env=path_with(llama_server_binary))
     try:
 
         async def main() -> list[int]:

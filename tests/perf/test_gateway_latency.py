@@ -4,7 +4,6 @@ the daemon's /v1, alternated in one run (time to first byte of a stream, and who
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceStatus, StartRequest
 from roundhouse.client import DaemonClient
-from tests.daemon_process import start_daemon
+from tests.daemon_process import path_with, start_daemon
 
 ROUNDS = 40
 BODY: dict[str, Any] = {
@@ -45,8 +44,7 @@ def _whole_ms(http: httpx.Client, url: str, body: dict[str, Any]) -> float:
 def test_gateway_added_latency(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path, report: Any
 ) -> None:
-    path = f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    daemon = start_daemon(tmp_path / "home", env={"PATH": path})
+    daemon = start_daemon(tmp_path / "home", env=path_with(llama_server_binary))
     try:
 
         async def start() -> Any:

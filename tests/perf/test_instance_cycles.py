@@ -4,7 +4,6 @@ memory, threads and open files do not grow."""
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus, StartRequest
 from roundhouse.client import DaemonClient
-from tests.daemon_process import start_daemon
+from tests.daemon_process import path_with, start_daemon
 from tests.processes import alive
 
 CYCLES = 100
@@ -48,8 +47,7 @@ async def _cycle(client: DaemonClient, model: Path) -> tuple[int, float]:
 def test_hundred_start_stop_cycles(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path, report: Any
 ) -> None:
-    path = f"{llama_server_binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    daemon = start_daemon(tmp_path / "home", env={"PATH": path})
+    daemon = start_daemon(tmp_path / "home", env=path_with(llama_server_binary))
     proc = psutil.Process(daemon.process.pid)
     try:
 
