@@ -50,10 +50,78 @@ class EngineSettings(BaseModel):
     )
 
 
+class GatewaySettings(BaseModel):
+    """The OpenAI-compatible gateway: just-in-time starts, residency, queue, second listener."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    just_in_time: bool = Field(
+        default=True,
+        description="start an instance with the model's preset when a request names a model "
+        "no instance serves",
+    )
+    idle_ttl_s: float = Field(
+        default=3600.0,
+        ge=0,
+        le=7 * 86400,
+        description="stop an instance the gateway started after this long without a request; "
+        "0 keeps it",
+    )
+    max_resident: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="at most this many instances Roundhouse runs; a just-in-time start stops "
+        "the least recently used idle one first",
+    )
+    max_concurrent: int = Field(
+        default=32, ge=1, le=1024, description="requests sent to one instance at once"
+    )
+    queue_size: int = Field(
+        default=64,
+        ge=0,
+        le=10000,
+        description="requests that may wait per instance beyond those sent; more get 429",
+    )
+    queue_timeout_s: float = Field(
+        default=300.0,
+        ge=1,
+        le=3600,
+        description="a request that waited this long for its turn or its model gets 503",
+    )
+    listen_host: str | None = Field(
+        default=None,
+        description="a second address serving only /v1 for other apps (e.g. 0.0.0.0); "
+        "beyond loopback it requires the gateway API key",
+    )
+    listen_port: int = Field(default=11501, ge=1, le=65535)
+    allowed_hosts: list[str] = Field(
+        default=[],
+        description="Host header names accepted besides loopback and this machine's addresses",
+    )
+    cors_origins: list[str] = Field(
+        default=[], description="browser origins given CORS headers; none by default"
+    )
+
+
+class ChatSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    active_model: str | None = Field(
+        default=None, description="the model the chat, quick chat and tray use by default"
+    )
+    max_conversations: int = Field(
+        default=1000, ge=10, le=100000, description="the oldest beyond this are deleted"
+    )
+
+
 class UiSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     keep_serving_on_close: bool = True
+    start_at_login: bool = Field(
+        default=False, description="start Roundhouse in the tray when the user logs in"
+    )
     quit_action: QuitAction = QuitAction.ASK
     chart_refresh_hz: float = Field(default=2.0, ge=0.5, le=10)
 
@@ -67,4 +135,6 @@ class Settings(BaseModel):
     )
     daemon: DaemonSettings = DaemonSettings()
     engines: EngineSettings = EngineSettings()
+    gateway: GatewaySettings = GatewaySettings()
+    chat: ChatSettings = ChatSettings()
     ui: UiSettings = UiSettings()

@@ -1,0 +1,73 @@
+"""Schemas of the gateway's control side: what it can serve, its listeners, usage, its key."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from roundhouse.api.engines import EngineId
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelState(StrEnum):
+    # A ready instance serves it now.
+    SERVING = "serving"
+    # An instance for it is starting or loading.
+    LOADING = "loading"
+    # Nothing serves it; a saved preset lets the gateway start one on the first request.
+    STARTABLE = "startable"
+
+
+class GatewayModel(_Frozen):
+    id: str = Field(description="the name to put in a request's `model`")
+    engine: EngineId
+    state: ModelState
+    instance: str | None = Field(default=None, description="the instance serving it, if any")
+    preset: str | None = Field(default=None, description="the preset a start would use")
+    model: str | None = Field(default=None, description="the model path or repo behind the id")
+
+
+class GatewayModelList(_Frozen):
+    models: list[GatewayModel]
+    active_model: str | None = None
+
+
+class ServeRequest(_Frozen):
+    """`POST /api/v1/gateway/serve`: make sure an instance serves `model`, starting one."""
+
+    model: str = Field(min_length=1)
+
+
+class InstanceUsage(_Frozen):
+    instance: str
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    in_flight: int = 0
+    queued: int = 0
+    last_used_at: float | None = None
+    idle_ttl_s: float | None = Field(
+        default=None, description="stopped after this long idle; None: kept"
+    )
+
+
+class GatewayListener(_Frozen):
+    url: str
+    needs_key: bool
+    error: str | None = Field(default=None, description="why it is not listening, if it is not")
+
+
+class GatewayStatus(_Frozen):
+    listeners: list[GatewayListener]
+    key_set: bool
+    usage: list[InstanceUsage]
+
+
+class GatewayKey(_Frozen):
+    """The key, shown once when generated; kept in the OS keyring, never in a file."""
+
+    key: str
