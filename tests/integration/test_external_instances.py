@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from roundhouse.api.engines import EngineId
@@ -123,6 +124,14 @@ def test_an_added_endpoint_keeps_its_key_in_the_keyring(tmp_path: Path) -> None:
         assert scanned.returncode == 0, scanned.stderr
         infos = {i["id"]: i for i in json.loads(scanned.stdout)["instances"]}
         assert infos[endpoint_id]["status"] == "ready"
+        # The gateway sends the key from the keyring: the stand-in refuses requests without.
+        chat = httpx.post(
+            daemon.url + "/v1/chat/completions",
+            json={"model": "org/keyed", "messages": [{"role": "user", "content": "hi"}]},
+            trust_env=False,
+            timeout=30,
+        )
+        assert chat.status_code == 200, chat.text
         detached = subprocess.run(
             [*argv, "stop", endpoint_id], capture_output=True, text=True, timeout=60
         )
@@ -162,6 +171,33 @@ def test_attach_from_the_cli_reads_the_key_from_stdin(tmp_path: Path) -> None:
         )
         assert right.returncode == 0, right.stderr
         assert "org/keyed" in right.stdout
+    finally:
+        daemon.stop(timeout=60)
+        standin.stop()
+
+
+def test_an_endpoint_without_a_key_needs_no_keyring(tmp_path: Path) -> None:
+    """A machine with no keyring at all still reaches an endpoint added without a key."""
+    standin = start_vllm_serve(tmp_path / "vllm", free_port(), "org/open")
+    env = {
+        "OLLAMA_HOST": f"127.0.0.1:{free_port()}",
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+    }
+    daemon = start_daemon(tmp_path / "home", env=env)
+    try:
+
+        async def main() -> None:
+            async with DaemonClient(daemon.url, daemon.token) as client:
+                await client.add_endpoint(AddEndpointRequest(url=standin.base_url))
+
+        asyncio.run(main())
+        chat = httpx.post(
+            daemon.url + "/v1/chat/completions",
+            json={"model": "org/open", "messages": [{"role": "user", "content": "hi"}]},
+            trust_env=False,
+            timeout=30,
+        )
+        assert chat.status_code == 200, chat.text
     finally:
         daemon.stop(timeout=60)
         standin.stop()

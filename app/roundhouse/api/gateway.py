@@ -55,6 +55,12 @@ class InstanceUsage(_Frozen):
     )
 
 
+class GatewayUsage(_Frozen):
+    """`GET /api/v1/gateway/usage`: each instance's use of the gateway."""
+
+    usage: list[InstanceUsage]
+
+
 class GatewayListener(_Frozen):
     url: str
     needs_key: bool

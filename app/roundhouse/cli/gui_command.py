@@ -22,7 +22,8 @@ def display_problem() -> str | None:
     )
 
 
-def open_app(home: Home) -> int:
+def open_app(home: Home, *, tray: bool = False) -> int:
+    """Open the app; `tray` shows only the tray icon where there is a tray (at login)."""
     problem = display_problem()
     if problem is None:
         try:
@@ -33,7 +34,7 @@ def open_app(home: Home) -> int:
                 "(listed in .ci/apt-packages.txt), or use the commands: `roundhouse --help`."
             )
         else:
-            return int(run_app(home))
+            return int(run_app(home, tray=tray))
     # rich loads only on this path: the app's start-up does not pay for it.
     from roundhouse.cli.output import fail
 

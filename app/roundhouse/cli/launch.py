@@ -7,6 +7,8 @@ import sys
 
 from roundhouse.base.paths import HOME_ENV
 
+TRAY_FLAG = "--tray"
+
 
 def app_launch_home(argv: list[str]) -> str | bool | None:
     """The home of a plain app launch (`roundhouse`, `roundhouse --home DIR`), else False.
@@ -24,7 +26,10 @@ def app_launch_home(argv: list[str]) -> str | bool | None:
 
 
 def main() -> None:
-    home = app_launch_home(sys.argv[1:])
+    args = sys.argv[1:]
+    # `--tray` (what the start-at-login entry runs) opens the app with its window closed.
+    tray = TRAY_FLAG in args
+    home = app_launch_home([arg for arg in args if arg != TRAY_FLAG])
     if home is False:
         from roundhouse.cli.main import cli
 
@@ -34,4 +39,4 @@ def main() -> None:
     from roundhouse.cli.gui_command import open_app
 
     assert home is None or isinstance(home, str)
-    raise SystemExit(open_app(resolve_home(home)))
+    raise SystemExit(open_app(resolve_home(home), tray=tray))

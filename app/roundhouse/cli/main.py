@@ -50,9 +50,14 @@ def home_of(ctx: click.Context) -> Home:
     envvar=HOME_ENV,
     help="Keep config, data, logs and the daemon's files under this folder.",
 )
+@click.option(
+    "--tray",
+    is_flag=True,
+    help="Open the app in the tray, its window closed (what Start at login runs).",
+)
 @click.version_option(__version__, prog_name="roundhouse")
 @click.pass_context
-def cli(ctx: click.Context, home: Path | None) -> None:
+def cli(ctx: click.Context, home: Path | None, tray: bool) -> None:
     """Roundhouse runs large language models on your own machine.
 
     With no command, it opens the desktop app.
@@ -61,7 +66,7 @@ def cli(ctx: click.Context, home: Path | None) -> None:
     if ctx.invoked_subcommand is None:
         from roundhouse.cli.gui_command import open_app
 
-        raise SystemExit(open_app(ctx.obj))
+        raise SystemExit(open_app(ctx.obj, tray=tray))
 
 
 @cli.command()
@@ -149,8 +154,21 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
 
 
 # After `cli` on purpose: the groups only import click at load.
+from roundhouse.cli.chat_command import chat, chats  # noqa: E402
 from roundhouse.cli.engines_commands import engines  # noqa: E402
+from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
+from roundhouse.cli.gateway_admin_commands import status as gateway_status  # noqa: E402
+from roundhouse.cli.gateway_commands import gateway  # noqa: E402
 from roundhouse.cli.ollama_commands import ollama  # noqa: E402
+from roundhouse.cli.run_command import run  # noqa: E402
+from roundhouse.cli.settings_commands import settings  # noqa: E402
 
+cli.add_command(chat)
+cli.add_command(chats)
 cli.add_command(engines)
+cli.add_command(gateway)
+gateway.add_command(gateway_status)
+gateway.add_command(gateway_key)
+cli.add_command(run)
 cli.add_command(ollama)
+cli.add_command(settings)

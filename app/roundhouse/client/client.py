@@ -15,6 +15,13 @@ from pydantic import BaseModel, ValidationError
 
 from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAccepted
 from roundhouse.api.engines import EnginesOverview
+from roundhouse.api.gateway import (
+    GatewayKey,
+    GatewayModelList,
+    GatewayStatus,
+    GatewayUsage,
+    ServeRequest,
+)
 from roundhouse.api.hardware import HardwareInventory, HardwareSample, SampleHistory
 from roundhouse.api.installs import (
     BuildList,
@@ -44,6 +51,7 @@ from roundhouse.api.ollama import (
 )
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
+from roundhouse.client.chats import ChatsMixin
 from roundhouse.client.errors import ApiError, DaemonUnreachableError
 from roundhouse.client.locate import locate
 
@@ -54,6 +62,8 @@ DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=2.0)
 JSON = {"Content-Type": "application/json"}
 # Stopping waits for the engine's grace time, then kills and reaps its tree.
 STOP_TIMEOUT = httpx.Timeout(90.0, connect=2.0)
+# Serving a model waits for it to load: the daemon bounds that by the engines' ready timeout.
+LOAD_TIMEOUT = httpx.Timeout(10.0, connect=2.0, read=7500.0)
 
 
 @cache
@@ -66,7 +76,7 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class DaemonClient:
+class DaemonClient(ChatsMixin):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
 
     def __init__(self, base_url: str, token: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT):
@@ -131,6 +141,37 @@ class DaemonClient:
     async def put_settings(self, settings: Settings) -> Settings:
         body = settings.model_dump_json()
         return await self._request("PUT", "/settings", Settings, content=body, headers=JSON)
+
+    async def gateway_status(self) -> GatewayStatus:
+        """The gateway's listeners (or why one does not listen), its key, its usage."""
+        return await self._request("GET", "/gateway/status", GatewayStatus)
+
+    async def generate_gateway_key(self) -> GatewayKey:
+        """A new gateway key, stored in the daemon's keyring; this answer is its one showing."""
+        return await self._request("POST", "/gateway/key", GatewayKey)
+
+    async def set_gateway_key(self, key: str) -> GatewayKey:
+        body = GatewayKey(key=key).model_dump_json()
+        return await self._request("POST", "/gateway/key", GatewayKey, content=body, headers=JSON)
+
+    async def clear_gateway_key(self) -> GatewayStatus:
+        """Remove the gateway key; answers with the status after (a listener may stop)."""
+        return await self._request("DELETE", "/gateway/key", GatewayStatus)
+
+    async def gateway_models(self) -> GatewayModelList:
+        """Models the gateway serves, is loading, or can start; with the active model."""
+        return await self._request("GET", "/gateway/models", GatewayModelList)
+
+    async def serve_model(self, model: str) -> InstanceInfo:
+        """Make sure an instance serves `model` (starting it with its preset); answers once
+        it is ready, which takes as long as the engine loads the model."""
+        body = ServeRequest(model=model).model_dump_json()
+        return await self._request(
+            "POST", "/gateway/serve", InstanceInfo, content=body, headers=JSON, timeout=LOAD_TIMEOUT
+        )
+
+    async def gateway_usage(self) -> GatewayUsage:
+        return await self._request("GET", "/gateway/usage", GatewayUsage)
 
     async def hardware(self, refresh: bool = False) -> HardwareInventory:
         params = {"refresh": "true"} if refresh else {}

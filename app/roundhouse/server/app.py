@@ -8,8 +8,11 @@ from roundhouse.api.daemon import API_PREFIX
 from roundhouse.server.deps import require_token
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
-from roundhouse.server.routes.gateway import install_gateway
-from roundhouse.server.security import HostGuard
+from roundhouse.server.routes.chats import router as chats_router
+from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
+from roundhouse.server.routes.gateway_admin import router as gateway_admin_router
+from roundhouse.server.routes.gateway_control import router as gateway_control_router
+from roundhouse.server.security import GatewayCors, HostGuard, KeyGuard
 from roundhouse.server.services import DaemonServices
 
 
@@ -29,9 +32,23 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(engines.router)
     api.include_router(instances.router)
     api.include_router(ollama.router)
+    api.include_router(chats_router)
+    api.include_router(gateway_admin_router)
+    api.include_router(gateway_control_router)
     app.include_router(api)
-    # The OpenAI-compatible gateway, outside /api/v1 and without the daemon token.
+    # The OpenAI-compatible gateway, outside /api/v1: open on loopback until a key is set.
     install_gateway(app)
 
+    # Inner first. /v1 needs the gateway key once one is set; the daemon's token, which the
+    # app and the CLI hold, works too. CORS before the key, so a preflight needs none.
+    app.add_middleware(
+        KeyGuard,
+        key=lambda: services.gateway_key.current,
+        also=lambda: services.token,
+        prefix=GATEWAY_PREFIX,
+    )
+    app.add_middleware(
+        GatewayCors, origins=lambda: services.settings.gateway.cors_origins, prefix=GATEWAY_PREFIX
+    )
     app.add_middleware(HostGuard)
     return app

@@ -22,8 +22,10 @@ from roundhouse.api.discovery import read_discovery, write_discovery
 from roundhouse.api.engines import DetectedEngine, EngineId, EnginesOverview, EngineSpec
 from roundhouse.api.settings import LeftoverAction, Settings
 from roundhouse.base.paths import Home
+from roundhouse.core.chat.store import CHAT_FILE, ChatStore
 from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.errors import NotFoundError, RoundhouseError
+from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
@@ -32,7 +34,9 @@ from roundhouse.core.logs import configure_logging
 from roundhouse.core.ports import PortInUseError, bind_listener
 from roundhouse.core.sampler import Sampler
 from roundhouse.core.settings import load_settings
+from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
+from roundhouse.server.gateway_listener import SecondListener
 from roundhouse.server.security import write_token
 from roundhouse.server.services import DaemonServices, HardwareSource
 
@@ -194,7 +198,7 @@ def run_daemon(
         host = options.host or settings.daemon.host
         port = options.port if options.port is not None else settings.daemon.port
         sock = _bind(host, port, explicit=options.port is not None)
-        asyncio.run(_serve(home, settings, sock, hardware_factory, on_ready))
+        event_loop.run(_serve(home, settings, sock, hardware_factory, on_ready))
         return 0
     finally:
         _remove_own_files(home)
@@ -244,6 +248,7 @@ async def _serve(
         detect_engines=engine_detector(home),
         url=url,
         pid=os.getpid(),
+        gateway_key=GatewayKeyStore.with_marker_in(home.state_dir),
     )
     config = uvicorn.Config(
         create_app(services),
@@ -259,6 +264,14 @@ async def _serve(
         services.inventory,
         lambda: services.engines(refresh=True),
     )
+    # Opened on first use: a damaged chat file costs the chat routes, not the daemon's start.
+    services.chats = chats = ChatStore(
+        home.data_dir / CHAT_FILE, lambda: services.settings.chat.max_conversations
+    )
+    # The key before the first request: /v1 must not answer unguarded while it loads.
+    await services.gateway_key.load()
+    services.second_listener = second_listener = SecondListener(services)
+    await second_listener.apply()
     sampler.start()
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
@@ -279,11 +292,13 @@ async def _serve(
     try:
         await server.serve(sockets=[sock])
     finally:
+        await second_listener.close()
         detection.cancel()
         await recovery
         # A daemon that stops takes its engines with it: nothing is left running unseen.
         await instances.stop_all()
         await installs.close()
+        await chats.close()
         await services.close_gateway()
         await sampler.stop()
         await asyncio.to_thread(hardware.close)

@@ -1,17 +1,27 @@
-"""The control API's token and the DNS-rebinding guard on the Host header."""
+"""The control API's token, the DNS-rebinding guard on the Host header, and the gateway's
+API key check, Host allowlist and CORS."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import secrets
+import socket
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import psutil
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from roundhouse.server.problems import problem_response
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK_ONLY = "the Roundhouse daemon answers only to localhost addresses"
+# Where clients put an OpenAI-style key: the bearer token, or the header some clients send.
+_KEY_HEADERS = (b"authorization", b"x-api-key")
 
 
 def write_token(path: Path) -> str:
@@ -55,24 +65,186 @@ class HostGuard:
     """Refuse any request whose Host is not loopback: a web page that rebinds its own DNS
     name to 127.0.0.1 still sends its own name as Host (the Ollama CVE-2024-28224 attack)."""
 
-    def __init__(self, app: ASGIApp, allowed: frozenset[str] = LOOPBACK_HOSTS) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed: frozenset[str] = LOOPBACK_HOSTS, answers: str = LOOPBACK_ONLY
+    ) -> None:
         self.app = app
         self.allowed = allowed
+        self.answers = answers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
-            host = None
-            for name, value in scope["headers"]:
-                if name == b"host":
-                    host = value.decode("latin-1")
-                    break
+            host = _header(scope, b"host")
             if not host_allowed(host, self.allowed):
-                response = problem_response(
-                    403,
-                    "Forbidden host",
-                    f"Requests for host {host!r} are refused: the Roundhouse daemon answers "
-                    "only to localhost addresses.",
-                )
+                detail = f"Requests for host {host!r} are refused: {self.answers}."
+                response = problem_response(403, "Forbidden host", detail)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
+    for name, value in scope["headers"]:
+        if name == wanted:
+            text: str = value.decode("latin-1")
+            return text
+    return None
+
+
+def under_prefix(path: str, prefix: str | None) -> bool:
+    """Whether `path` is `prefix` or below it; every path when there is no prefix."""
+    return prefix is None or path == prefix or path.startswith(prefix + "/")
+
+
+def presented_keys(scope: Scope) -> list[bytes]:
+    """What the request offers as a key: `Authorization: Bearer <key>` and `x-api-key`."""
+    found = []
+    for name, value in scope["headers"]:
+        if name not in _KEY_HEADERS:
+            continue
+        if name == b"authorization":
+            scheme, _, rest = value.partition(b" ")
+            if scheme.lower() != b"bearer":
+                continue
+            value = rest
+        found.append(value.strip())
+    return found
+
+
+def key_accepted(offered: list[bytes], accepted: Iterable[str]) -> bool:
+    # Bytes, not str: compare_digest refuses non-ASCII str, and headers are bytes anyway.
+    return any(
+        hmac.compare_digest(value, key.encode()) for value in offered for key in accepted if key
+    )
+
+
+def openai_auth_error(message: str) -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            }
+        },
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+class KeyGuard:
+    """While a gateway key is set, refuse requests under `prefix` (all, if None) that do not
+    carry it, or one of `also` (the daemon's own token on the daemon's listener)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        key: Callable[[], str | None],
+        *,
+        also: Callable[[], str | None] = lambda: None,
+        prefix: str | None = None,
+    ) -> None:
+        self.app = app
+        self.key = key
+        self.also = also
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = self.key()
+        if (
+            key is not None
+            and scope["type"] in ("http", "websocket")
+            and under_prefix(scope["path"], self.prefix)
+        ):
+            offered = presented_keys(scope)
+            if not key_accepted(offered, (key, self.also() or "")):
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                message = (
+                    "Incorrect API key provided. Use the key Roundhouse showed when it was set, "
+                    "or set a new one with `roundhouse gateway key --generate`."
+                    if offered
+                    else "This Roundhouse gateway needs an API key: send it as "
+                    "'Authorization: Bearer <key>'. Set one with `roundhouse gateway key "
+                    "--generate`."
+                )
+                await openai_auth_error(message)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def normal_origins(origins: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(o.strip().rstrip("/") for o in origins if o.strip()))
+
+
+class GatewayCors:
+    """CORS headers under `prefix` for the origins the settings list, read at each request so
+    a change counts at once; a request from any other origin gets none (nor a preflight)."""
+
+    def __init__(
+        self, app: ASGIApp, origins: Callable[[], Sequence[str]], prefix: str | None = None
+    ) -> None:
+        self.app = app
+        self.origins = origins
+        self.prefix = prefix
+        self._cors: tuple[tuple[str, ...], ASGIApp] | None = None
+
+    def _middleware(self, origins: tuple[str, ...]) -> ASGIApp:
+        if self._cors is None or self._cors[0] != origins:
+            cors = CORSMiddleware(
+                self.app,
+                allow_origins=origins,
+                allow_methods=("GET", "POST", "OPTIONS"),
+                # Mirrored back: OpenAI's SDKs send many headers of their own.
+                allow_headers=("*",),
+                # Never with credentials: the key is a header, not a cookie.
+                allow_credentials=False,
+            )
+            self._cors = (origins, cors)
+        return self._cors[1]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and under_prefix(scope["path"], self.prefix):
+            origin = _header(scope, b"origin")
+            origins = normal_origins(self.origins())
+            if origin is not None and ("*" in origins or origin.rstrip("/") in origins):
+                await self._middleware(origins)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps a listener on this machine alone."""
+    host = host.strip().strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def machine_hosts(listen_host: str, allowed: Iterable[str] = ()) -> frozenset[str]:
+    """The Host values the second listener answers to: loopback names, the address it binds,
+    this machine's name (and `<name>.local`), its interface addresses, and `allowed`."""
+    names = set(LOOPBACK_HOSTS)
+    bound = listen_host.strip().strip("[]").lower()
+    if bound not in ("", "0.0.0.0", "::"):
+        names.add(bound)
+    hostname = socket.gethostname().lower()
+    if hostname:
+        short = hostname.split(".", 1)[0]
+        names.update({hostname, short, f"{short}.local"})
+    try:
+        interfaces = psutil.net_if_addrs()
+    except (OSError, psutil.Error):
+        interfaces = {}
+    for addresses in interfaces.values():
+        for address in addresses:
+            if address.family in (socket.AF_INET, socket.AF_INET6):
+                # fe80::1%eth0: the zone never appears in a Host header.
+                names.add(address.address.split("%", 1)[0].lower())
+    names.update(host_without_port(a) for a in allowed if a.strip())
+    return frozenset(names)

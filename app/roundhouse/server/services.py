@@ -6,16 +6,21 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
+from roundhouse.core.chat.store import ChatStore
 from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.gateway.gateway import Gateway
+from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.sampler import Sampler
+
+if TYPE_CHECKING:
+    from roundhouse.server.gateway_listener import SecondListener
 
 # Called with the settings in force, so a changed list of Pythons counts at the next refresh.
 EngineDetector = Callable[[Settings], EnginesOverview]
@@ -44,8 +49,13 @@ class DaemonServices:
     # Set by the composition root once the services exist (it resolves engines through them).
     instances: InstanceService | None = None
     installs: InstallJobs | None = None
+    chats: ChatStore | None = None
     # Made on first use, over the instance service.
     gateway_state: Gateway | None = None
+    # The gateway's API key, read from the keyring at start and cached for every request.
+    gateway_key: GatewayKeyStore = field(default_factory=GatewayKeyStore)
+    # The gateway's second address, when the settings name one (set by the composition root).
+    second_listener: SecondListener | None = None
     started_at: float = field(default_factory=time.time)
     url: str = ""
     pid: int = 0
@@ -81,10 +91,21 @@ class DaemonServices:
             raise RuntimeError("the daemon was built without install jobs")
         return self.installs
 
+    def chat_store(self) -> ChatStore:
+        if self.chats is None:
+            raise RuntimeError("the daemon was built without a chat store")
+        return self.chats
+
     def gateway(self) -> Gateway:
         if self.gateway_state is None:
-            self.gateway_state = Gateway(self.instance_service())
+            # Settings read live: PUT /api/v1/settings replaces `self.settings`.
+            self.gateway_state = Gateway(self.instance_service(), settings=lambda: self.settings)
         return self.gateway_state
+
+    async def settings_changed(self) -> None:
+        """Put what `self.settings` now says in force where it is not read per request."""
+        if self.second_listener is not None:
+            await self.second_listener.apply()
 
     async def close_gateway(self) -> None:
         if self.gateway_state is not None:

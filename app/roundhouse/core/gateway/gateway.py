@@ -1,33 +1,241 @@
-"""The gateway's state: routing over the instance service, upstream pools, usage counts."""
+"""The gateway's state: routing, just-in-time starts, residency, queues, idle unloading."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
 
 import httpx
 
 from roundhouse.api.external import AttachSource
-from roundhouse.api.instances import InstanceInfo
-from roundhouse.core.gateway.router import Route, UpstreamFailed, listed, route
+from roundhouse.api.gateway import GatewayModelList
+from roundhouse.api.gateway import InstanceUsage as UsageReport
+from roundhouse.api.instances import InstanceInfo, InstanceStatus
+from roundhouse.api.settings import Settings
+from roundhouse.core.gateway.errors import (
+    GatewayError,
+    ModelNotFound,
+    ModelNotReady,
+    QueueTimeout,
+    StartFailed,
+    UpstreamFailed,
+)
+from roundhouse.core.gateway.jit import POLL_S, READY_MARGIN_S, Starter
+from roundhouse.core.gateway.library import StartableSource, find, preset_library
+from roundhouse.core.gateway.listing import Listed, list_models
+from roundhouse.core.gateway.residency import expired
+from roundhouse.core.gateway.router import COMING, Route, by_preference, names_of, route
+from roundhouse.core.gateway.scheduler import Lease, Scheduler
 from roundhouse.core.gateway.upstream import Upstream
 from roundhouse.core.gateway.usage import UsageCounter
 from roundhouse.core.instances.service import InstanceService
 
+log = logging.getLogger(__name__)
+
+# A request whose instance vanished right after its start is started again once, not more.
+MAX_STARTS_PER_REQUEST = 2
+
 
 class Gateway:
-    """Routes a model name to an instance and opens requests to it. Just-in-time starts,
-    idle unloading and a queue belong here too, in front of `route`."""
+    """Routes a model name to an instance, starting one just in time when the library can;
+    admits requests through each instance's queue; unloads what it started once idle."""
 
-    def __init__(self, instances: InstanceService, upstream: Upstream | None = None) -> None:
+    def __init__(
+        self,
+        instances: InstanceService,
+        upstream: Upstream | None = None,
+        *,
+        settings: Callable[[], Settings] = Settings,
+        library: StartableSource | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.instances = instances
         self.upstream = upstream or Upstream()
         self.usage = UsageCounter()
+        # Read at each decision: PUT /api/v1/settings replaces the daemon's settings object.
+        self._settings = settings
+        self.library = library or preset_library(instances.presets)
+        self.scheduler = Scheduler(lambda: self._settings().gateway.max_concurrent, clock)
+        self.starter = Starter(instances, self.scheduler, settings)
+        self._reaper: asyncio.Task[None] | None = None
         # Keys of added endpoints, read from the keyring once rather than per request.
         self._keys: dict[str, str | None] = {}
 
-    def models(self) -> dict[str, InstanceInfo]:
-        return listed(self.instances.all(memory=False))
+    # -- what it serves -------------------------------------------------------------------
+
+    def listed(self) -> list[Listed]:
+        """Serving, loading and startable models, each id once."""
+        return list_models(self.instances.all(memory=False), self.library(), self.starter.loading)
+
+    def model_list(self) -> GatewayModelList:
+        return GatewayModelList(
+            models=[entry.model for entry in self.listed()],
+            active_model=self._settings().chat.active_model,
+        )
 
     def route(self, model: str) -> Route:
         return route(self.instances.all(memory=False), model)
+
+    # -- admitting a request --------------------------------------------------------------
+
+    async def acquire(self, model: str) -> tuple[Route, Lease]:
+        """The instance to send a request for `model` to, and a slot on it held until the
+        reply ends: starts the model first when that is on and the library can."""
+        self.start()
+        config = self._settings().gateway
+        deadline = self.scheduler.clock() + config.queue_timeout_s
+        target = await self._resolve(
+            model,
+            deadline,
+            jit=config.just_in_time,
+            limit=config.max_concurrent + config.queue_size,
+        )
+        # No await between routing and taking the slot: an instance with a slot taken is
+        # never idle, so nothing unloads it under the request.
+        lease = await self.scheduler.acquire(
+            target.instance.id, queue_size=config.queue_size, deadline=deadline
+        )
+        return target, lease
+
+    async def serve(self, model: str) -> InstanceInfo:
+        """Make sure a ready instance serves `model`, starting one with the library's preset
+        (asked for explicitly, so even with just-in-time starts off)."""
+        self.start()
+        wait = self._settings().engines.ready_timeout_s + READY_MARGIN_S
+        target = await self._resolve(model, self.scheduler.clock() + wait, jit=True, limit=None)
+        self.scheduler.touch(target.instance.id)
+        return target.instance
+
+    async def _resolve(self, model: str, deadline: float, *, jit: bool, limit: int | None) -> Route:
+        starts = 0
+        started: InstanceInfo | None = None
+        while True:
+            instances = self.instances.all(memory=False)
+            try:
+                return route(instances, model)
+            except ModelNotReady as exc:
+                if not jit:
+                    raise
+                await self._wait_coming(model, instances, deadline, exc, limit)
+            except ModelNotFound:
+                if not jit:
+                    raise
+                startable = find(self.library(), model)
+                if startable is None:
+                    raise ModelNotFound(self._not_found(model)) from None
+                if started is not None and any(
+                    i.id == started.id and i.status == InstanceStatus.READY for i in instances
+                ):
+                    listed = ", ".join(f"'{m}'" for m in started.models) or "nothing"
+                    raise StartFailed(
+                        f"The {started.engine.value} instance {started.id} started for '{model}' "
+                        f"is running but does not serve that name (it lists {listed}). Check the "
+                        "preset's model."
+                    ) from None
+                if starts >= MAX_STARTS_PER_REQUEST:
+                    raise StartFailed(
+                        f"'{model}' was started but its instance ended before it could answer. "
+                        "Its log says why: `roundhouse engines ps`, then `roundhouse engines logs`."
+                    ) from None
+                starts += 1
+                started = await self.starter.ensure(startable, deadline, limit=limit)
+
+    async def _wait_coming(
+        self,
+        model: str,
+        instances: list[InstanceInfo],
+        deadline: float,
+        exc: GatewayError,
+        limit: int | None,
+    ) -> None:
+        """Wait for an instance that is starting or loading the model."""
+        startable = find(self.library(), model)
+        if startable is not None and self.starter.loading(startable):
+            # A start runs for it: wait with that start, and hear its error if it fails.
+            await self.starter.ensure(startable, deadline, limit=limit)
+            return
+        if self.scheduler.clock() >= deadline:
+            raise QueueTimeout(
+                f"{exc.message.removesuffix(' Retry in a moment.')} The request waited the "
+                "longest the gateway allows (setting queue_timeout_s); retry in a moment."
+            )
+        coming = [i for i in by_preference(instances) if i.status in COMING]
+        info = next(i for i in coming if model in names_of(i))
+        with self.scheduler.pending(info.id):
+            await asyncio.sleep(POLL_S)
+
+    def _not_found(self, model: str) -> str:
+        names = [f"'{e.model.id}'" for e in self.listed()]
+        offer = ", ".join(names) if names else "none"
+        return (
+            f"The model '{model}' is not served by any running instance, and Roundhouse has no "
+            f"preset to start it with. Models available: {offer}. Save a preset for a model "
+            "(`roundhouse engines start ENGINE --model MODEL --save-preset default`) and the "
+            "gateway starts it on the first request."
+        )
+
+    # -- usage ----------------------------------------------------------------------------
+
+    def usage_report(self) -> list[UsageReport]:
+        """Per instance: requests and tokens counted, in flight, waiting, last use, TTL."""
+        ttl = self._settings().gateway.idle_ttl_s
+        report = []
+        for info in self.instances.all(memory=False):
+            if info.status == InstanceStatus.FAILED:
+                continue
+            counted = self.usage.get(info.id)
+            report.append(
+                UsageReport(
+                    instance=info.id,
+                    requests=counted.requests,
+                    prompt_tokens=counted.prompt_tokens,
+                    completion_tokens=counted.completion_tokens,
+                    in_flight=self.scheduler.in_flight(info.id),
+                    queued=self.scheduler.queued(info.id) + self.starter.waiting_for(info.id),
+                    last_used_at=self.scheduler.last_used(info.id),
+                    idle_ttl_s=ttl if ttl > 0 and info.id in self.starter.started else None,
+                )
+            )
+        return report
+
+    # -- idle unloading -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the idle-TTL check in the background (once; later calls do nothing)."""
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.create_task(self._unload_idle(), name="gateway-idle-ttl")
+
+    async def _unload_idle(self) -> None:
+        while True:
+            await asyncio.sleep(check_interval(self._settings().gateway.idle_ttl_s))
+            try:
+                await self.unload_expired()
+            except Exception:  # the check must go on; a bug shows in the log
+                log.exception("Unloading idle instances failed")
+
+    async def unload_expired(self) -> list[str]:
+        """Stop the instances the gateway started that were idle for `idle_ttl_s`."""
+        stopped: list[str] = []
+        while True:
+            ttl = self._settings().gateway.idle_ttl_s
+            instances = self.instances.all(memory=False)
+            present = {i.id for i in instances}
+            self.starter.started &= present
+            self.scheduler.forget_except(present)
+            due = expired(instances, self.starter.started, self.scheduler, ttl, self.starter.busy())
+            if not due:
+                return stopped
+            try:
+                await self.starter.unload(due[0], f"after {ttl:g} s idle (setting idle_ttl_s)")
+            except StartFailed as exc:
+                log.warning("%s", exc.message)
+                return stopped
+            stopped.append(due[0].id)
+
+    # -- forwarding -----------------------------------------------------------------------
 
     async def _headers(self, info: InstanceInfo, stream: bool) -> dict[str, str]:
         headers = {
@@ -53,7 +261,13 @@ class Gateway:
             headers=await self._headers(info, stream),
         )
         try:
-            return await client.send(request, stream=True)
+            try:
+                return await client.send(request, stream=True)
+            except (httpx.RemoteProtocolError, httpx.WriteError):
+                # A kept-alive connection the engine closed as it was reused (cpp-httplib
+                # ends one after a few requests): nothing was answered, so it is sent once
+                # more, on a fresh connection, as browsers and urllib3 do.
+                return await client.send(request, stream=True)
         except httpx.HTTPError as exc:
             raise UpstreamFailed(
                 f"The {info.engine.value} instance {info.id} at {info.base_url} did not answer: "
@@ -61,4 +275,17 @@ class Gateway:
             ) from exc
 
     async def aclose(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        await self.starter.aclose()
         await self.upstream.aclose()
+
+
+def check_interval(ttl_s: float) -> float:
+    """How often idle instances are checked: a quarter of the TTL, within 0.25 s and 5 s."""
+    if ttl_s <= 0:
+        return 5.0
+    return min(5.0, max(0.25, ttl_s / 4))

@@ -7,11 +7,24 @@ from pathlib import PurePath
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.core.gateway.errors import ModelNotFound, ModelNotReady
+
+__all__ = [
+    "COMING",
+    "ModelNotFound",
+    "ModelNotReady",
+    "Route",
+    "by_preference",
+    "known_as",
+    "listed",
+    "names_of",
+    "route",
+]
 
 # Engines Roundhouse started answer first: their lifetime and output are ours to manage.
 _ORIGIN_RANK = {InstanceOrigin.STARTED: 0, InstanceOrigin.ADOPTED: 1, InstanceOrigin.EXTERNAL: 2}
 # Statuses from which an instance will (soon) serve again: the model is busy, not unknown.
-_COMING = frozenset(
+COMING = frozenset(
     {
         InstanceStatus.STARTING,
         InstanceStatus.LOADING,
@@ -21,42 +34,6 @@ _COMING = frozenset(
 )
 
 
-class GatewayError(Exception):
-    """A request the gateway answers itself, in OpenAI's error shape."""
-
-    status = 500
-    kind = "server_error"
-    code = "internal_error"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class BadRequest(GatewayError):
-    status = 400
-    kind = "invalid_request_error"
-    code = "invalid_request"
-
-
-class ModelNotFound(GatewayError):
-    status = 404
-    kind = "invalid_request_error"
-    code = "model_not_found"
-
-
-class ModelNotReady(GatewayError):
-    status = 503
-    kind = "server_error"
-    code = "model_not_ready"
-
-
-class UpstreamFailed(GatewayError):
-    status = 502
-    kind = "server_error"
-    code = "upstream_unreachable"
-
-
 @dataclass(frozen=True)
 class Route:
     instance: InstanceInfo
@@ -64,7 +41,7 @@ class Route:
     upstream_model: str
 
 
-def _by_preference(instances: list[InstanceInfo]) -> list[InstanceInfo]:
+def by_preference(instances: list[InstanceInfo]) -> list[InstanceInfo]:
     return sorted(instances, key=lambda i: (_ORIGIN_RANK.get(i.origin, 3), i.started_at))
 
 
@@ -75,13 +52,17 @@ def names_of(info: InstanceInfo) -> set[str]:
         # Ollama serves many models, by tag: `llama3` is `llama3:latest`.
         names |= {m.removesuffix(":latest") for m in info.models if m.endswith(":latest")}
         return names
-    for name in (info.model, info.options.served_name if info.options else None):
+    return names | known_as(info.model, info.options.served_name if info.options else None)
+
+
+def known_as(*names: str | None) -> set[str]:
+    """The names themselves, and a GGUF path's file name with and without `.gguf`."""
+    out: set[str] = set()
+    for name in names:
         if name:
-            names.add(name)
-            # A GGUF path is also known by its file name, with and without `.gguf`.
             base = PurePath(name).name
-            names |= {base, base.removesuffix(".gguf")}
-    return names
+            out |= {name, base, base.removesuffix(".gguf")}
+    return out
 
 
 def _upstream_name(info: InstanceInfo, requested: str) -> str:
@@ -96,11 +77,11 @@ def _upstream_name(info: InstanceInfo, requested: str) -> str:
 
 def route(instances: list[InstanceInfo], model: str) -> Route:
     """The ready instance that serves `model`, started ones before found ones."""
-    serving = [i for i in _by_preference(instances) if model in names_of(i)]
+    serving = [i for i in by_preference(instances) if model in names_of(i)]
     ready = [i for i in serving if i.status == InstanceStatus.READY]
     if ready:
         return Route(ready[0], _upstream_name(ready[0], model))
-    coming = [i for i in serving if i.status in _COMING]
+    coming = [i for i in serving if i.status in COMING]
     if coming:
         info = coming[0]
         raise ModelNotReady(
@@ -117,7 +98,7 @@ def route(instances: list[InstanceInfo], model: str) -> Route:
 def listed(instances: list[InstanceInfo]) -> dict[str, InstanceInfo]:
     """Each model id that ready instances serve, with the instance a request for it goes to."""
     out: dict[str, InstanceInfo] = {}
-    for info in _by_preference(instances):
+    for info in by_preference(instances):
         if info.status != InstanceStatus.READY:
             continue
         for model in info.models or ([info.model] if info.model else []):

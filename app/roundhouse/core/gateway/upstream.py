@@ -13,8 +13,10 @@ _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 # Connecting is quick or the engine is gone; a reply may take minutes to start on a long
 # prompt, so reading waits long, but not forever on an engine that hangs.
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=None)
-# Many concurrent streams each hold a connection; keep enough of them alive for reuse.
-LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+# Many concurrent streams each hold a connection; keep enough of them alive for reuse. An
+# idle one is dropped after 2 s, well before llama-server's (cpp-httplib's) 5 s keep-alive
+# ends it from the other side: reusing a connection the engine is closing fails the request.
+LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64, keepalive_expiry=2.0)
 
 
 def is_loopback(url: str) -> bool:

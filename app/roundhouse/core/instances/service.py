@@ -114,6 +114,8 @@ class _Entry:
     found_by: AttachSource | None = None
     name: str | None = None
     needs_api_key: bool = False
+    # An added endpoint saved with a key in the keyring: only then is the keyring read.
+    has_key: bool = False
     probe_status: str | None = None
 
 
@@ -508,6 +510,9 @@ class InstanceService:
         entry = self._entry(instance_id)
         if self._endpoints is None or entry.found_by != AttachSource.USER_ENDPOINT:
             return None
+        if not entry.has_key:
+            # No key was given: a machine without a keyring must still reach it.
+            return None
         getter = self._secret_fns()[0]
         return await asyncio.to_thread(getter, f"endpoint:{entry.base_url}")
 
@@ -571,6 +576,7 @@ class InstanceService:
             found_by=engine.found_by,
             name=saved.name if saved else engine.process_name,
             needs_api_key=engine.needs_api_key,
+            has_key=saved.has_key if saved else False,
             probe_status=engine.status or None,
         )
         return entry_id

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from fastapi import APIRouter
 
 from roundhouse.api.daemon import DaemonStatus, ShutdownAccepted
 from roundhouse.api.settings import Settings
+from roundhouse.core.autostart import apply_autostart, entry_for_platform, launch_command
 from roundhouse.core.settings import check_new_settings, save_settings
 from roundhouse.server.deps import Services
 
@@ -40,6 +42,14 @@ async def get_settings(services: Services) -> Settings:
 @router.put("/settings", response_model=Settings)
 async def put_settings(new: Settings, services: Services) -> Settings:
     check_new_settings(new)
+    if new.ui.start_at_login or services.settings.ui.start_at_login:
+        # Enabling (again) writes the entry with this interpreter, disabling removes it; a
+        # failure refuses the whole change in words, so the saved setting never lies.
+        command = launch_command(services.home.root)
+        await asyncio.to_thread(
+            apply_autostart, new.ui.start_at_login, command, entry_for_platform()
+        )
     save_settings(services.home.settings_file, new)
     services.settings = new
+    await services.settings_changed()
     return new

@@ -10,9 +10,13 @@ import anyio
 import httpx
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
+from roundhouse.api.instances import InstanceInfo
+from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
 from roundhouse.core.gateway.gateway import Gateway
-from roundhouse.core.gateway.router import BadRequest, GatewayError, UpstreamFailed
+from roundhouse.core.gateway.router import Route
+from roundhouse.core.gateway.scheduler import Lease
 from roundhouse.core.gateway.sse import relay
 from roundhouse.server.deps import Services
 
@@ -23,15 +27,23 @@ _USAGE_PATHS = frozenset({"chat/completions", "completions"})
 router = APIRouter(prefix=GATEWAY_PREFIX, tags=["gateway"])
 
 
-def openai_error(status: int, message: str, kind: str, code: str | None) -> JSONResponse:
+def openai_error(
+    status: int,
+    message: str,
+    kind: str,
+    code: str | None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": code}}, status_code=status
+        {"error": {"message": message, "type": kind, "param": None, "code": code}},
+        status_code=status,
+        headers=headers,
     )
 
 
 async def _gateway_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    return openai_error(exc.status, exc.message, exc.kind, exc.code)
+    return openai_error(exc.status, exc.message, exc.kind, exc.code, exc.headers)
 
 
 def install_gateway(app: FastAPI) -> None:
@@ -43,22 +55,28 @@ def install_gateway(app: FastAPI) -> None:
 
 @router.get("/models")
 async def list_models(services: Services) -> dict[str, Any]:
-    """Every model that ready instances serve, in OpenAI's list shape."""
-    data = [
-        {
-            "id": model,
-            "object": "model",
-            "created": int(info.started_at),
-            "owned_by": info.engine.value,
-            "roundhouse": {
-                "instance": info.id,
-                "engine": info.engine.value,
-                "origin": info.origin.value,
-                "name": info.name,
-            },
-        }
-        for model, info in services.gateway().models().items()
-    ]
+    """Every model running instances serve and every model Roundhouse can start, in
+    OpenAI's list shape; `roundhouse` says its state, engine and instance."""
+    data = []
+    for listed in services.gateway().listed():
+        model, info = listed.model, listed.instance
+        data.append(
+            {
+                "id": model.id,
+                "object": "model",
+                "created": int(info.started_at) if info else 0,
+                "owned_by": model.engine.value,
+                "roundhouse": {
+                    "state": model.state.value,
+                    "engine": model.engine.value,
+                    "instance": model.instance,
+                    "preset": model.preset,
+                    "model": model.model,
+                    "origin": info.origin.value if info else None,
+                    "name": info.name if info else None,
+                },
+            }
+        )
     return {"object": "list", "data": data}
 
 
@@ -87,13 +105,31 @@ def _parse(raw: bytes) -> dict[str, Any]:
     return body
 
 
+def identity(info: InstanceInfo) -> dict[str, str]:
+    """Which instance and engine answered: on every proxied reply, streamed or not."""
+    return {"x-roundhouse-instance": info.id, "x-roundhouse-engine": info.engine.value}
+
+
 async def _proxy(request: Request, gateway: Gateway, path: str) -> Response:
     raw = await request.body()
     body = _parse(raw)
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("The request names no model: set 'model' to one from GET /v1/models.")
-    target = gateway.route(model)
+    target, lease = await gateway.acquire(model)
+    try:
+        return await _forward(gateway, target, lease, raw, body, path)
+    except BaseException:
+        lease.release()
+        raise
+
+
+async def _forward(
+    gateway: Gateway, target: Route, lease: Lease, raw: bytes, body: dict[str, Any], path: str
+) -> Response:
+    """Send the request on and answer with the reply; a streamed reply holds `lease` until
+    it ends, any other releases it here."""
+    model = body["model"]
     stream = body.get("stream") is True
     changed = False
     if target.upstream_model != model:
@@ -111,6 +147,7 @@ async def _proxy(request: Request, gateway: Gateway, path: str) -> Response:
     content = json.dumps(body).encode() if changed else raw
     upstream = await gateway.open(target, path, content, stream=stream)
     instance_id = target.instance.id
+    headers = identity(target.instance)
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
     if not (stream and upstream.status_code == 200 and is_sse):
         try:
@@ -121,21 +158,52 @@ async def _proxy(request: Request, gateway: Gateway, path: str) -> Response:
             ) from exc
         finally:
             await upstream.aclose()
+            lease.release()
         gateway.usage.record(instance_id, _usage_in(reply) if upstream.is_success else None)
         return Response(
             reply,
             status_code=upstream.status_code,
             media_type=upstream.headers.get("content-type", "application/json"),
+            headers=headers,
         )
 
     def on_usage(usage: Any) -> None:
         gateway.usage.record(instance_id, usage)
 
-    return StreamingResponse(
+    return _LeasedStream(
         _relay(upstream, forward_usage, on_usage),
+        upstream=upstream,
+        lease=lease,
         media_type=upstream.headers["content-type"],
-        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no", **headers},
     )
+
+
+class _LeasedStream(StreamingResponse):
+    """A streamed reply that gives its slot back and closes the engine's reply however it
+    ends: finished, broken, or a client gone before the first byte (when the relay below
+    never starts, so its own clean-up never runs)."""
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        upstream: httpx.Response,
+        lease: Lease,
+        media_type: str,
+        headers: dict[str, str],
+    ) -> None:
+        super().__init__(content, media_type=media_type, headers=headers)
+        self._upstream = upstream
+        self._lease = lease
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._lease.release()
+            with anyio.CancelScope(shield=True):
+                await self._upstream.aclose()
 
 
 async def _relay(

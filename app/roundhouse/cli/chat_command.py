@@ -1,0 +1,121 @@
+"""`roundhouse chat` (one prompt, or an interactive chat) and `roundhouse chats` (the history)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+def _client(ctx: click.Context) -> Any:
+    from roundhouse.cli.main import home_of
+    from roundhouse.client import DaemonClient
+
+    return DaemonClient.for_home(home_of(ctx))
+
+
+def _run(coro: Any) -> Any:
+    from roundhouse.cli.main import run_async
+
+    return run_async(coro)
+
+
+@click.command()
+@click.argument("model", required=False)
+@click.option("--prompt", "-p", help="Send this, print the reply and end (default: a chat).")
+@click.option("--system", "-s", "system_prompt", default="", help="A system prompt.")
+@click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature.")
+@click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), help="Nucleus sampling.")
+@click.option("--max-tokens", type=click.IntRange(1, 1_000_000), help="At most this many tokens.")
+@click.option("--no-save", is_flag=True, help="Keep this chat out of the history.")
+@click.option("--json", "as_json", is_flag=True, help="One prompt: print the result as JSON.")
+@click.pass_context
+def chat(
+    ctx: click.Context,
+    model: str | None,
+    prompt: str | None,
+    system_prompt: str,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
+    no_save: bool,
+    as_json: bool,
+) -> None:
+    """Chat with MODEL through the gateway (default: the active model).
+
+    With --prompt, or text piped on standard input, it sends that once, streams the reply
+    to standard output and its figures to standard error. Otherwise it opens a chat: /reset
+    starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply. Each chat is saved in the
+    history (`roundhouse chats`) unless --no-save.
+    """
+    import sys
+
+    from roundhouse.api.chat import SamplingParams
+    from roundhouse.cli.chat_runner import ChatOptions, run_chat
+    from roundhouse.cli.main import home_of
+    from roundhouse.cli.output import fail
+
+    if prompt is None and not sys.stdin.isatty():
+        prompt = sys.stdin.read()
+    if prompt is not None and not prompt.strip():
+        fail("Nothing to send: the prompt is empty. Give one with --prompt TEXT or on stdin.")
+    if as_json and prompt is None:
+        fail("--json prints one reply: give the prompt with --prompt TEXT or on stdin.")
+    options = ChatOptions(
+        model=model,
+        prompt=prompt,
+        system_prompt=system_prompt,
+        params=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens),
+        save=not no_save,
+        as_json=as_json,
+    )
+    raise SystemExit(run_chat(home_of(ctx), options))
+
+
+@click.group()
+def chats() -> None:
+    """The chat history the daemon keeps: list, show, rm."""
+
+
+@chats.command("list")
+@click.option("--limit", type=click.IntRange(1), help="At most this many, the newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def list_chats(ctx: click.Context, limit: int | None, as_json: bool) -> None:
+    """List the conversations, the most recently updated first."""
+    from roundhouse.cli.chat_view import conversations_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.chats(limit), conversations_view)
+
+
+@chats.command()
+@click.argument("conversation_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def show(ctx: click.Context, conversation_id: str, as_json: bool) -> None:
+    """Show a conversation with its messages and each reply's figures."""
+    from roundhouse.cli.chat_view import conversation_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.chat(conversation_id), conversation_view)
+
+
+@chats.command()
+@click.argument("conversation_ids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def rm(ctx: click.Context, conversation_ids: tuple[str, ...], as_json: bool) -> None:
+    """Delete conversations from the history."""
+    from roundhouse.cli.output import console, print_json
+
+    async def delete() -> None:
+        async with _client(ctx) as client:
+            for conversation_id in conversation_ids:
+                await client.delete_chat(conversation_id)
+
+    _run(delete())
+    if as_json:
+        print_json({"deleted": list(conversation_ids)})
+    else:
+        console.print(f"Deleted {', '.join(conversation_ids)}.", highlight=False)

@@ -1,0 +1,152 @@
+"""Run `roundhouse chat`: one prompt or a prompt loop, on one event loop where Ctrl-C stops
+the reply being streamed, not the chat."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from dataclasses import dataclass
+
+from roundhouse.api.chat import SamplingParams
+from roundhouse.base.paths import Home
+from roundhouse.cli.chat_session import ChatSession, Reply
+from roundhouse.cli.chat_view import stats_line
+from roundhouse.cli.output import err_console, fail, print_json
+from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError
+from roundhouse.client.chat_stream import NO_PARAMS, ChatFailed
+
+NO_MODEL = (
+    "No model named and no active model set. Name one: `roundhouse chat MODEL`, with a "
+    "model from `roundhouse gateway models`; or start one first with `roundhouse engines "
+    "start llama.cpp --model FILE.gguf`. Set a default with `roundhouse settings set "
+    "chat.active_model MODEL`, or pick the model in the app's chat."
+)
+EXIT_WORDS = frozenset({"/exit", "/quit", "/bye"})
+HELP = "/reset starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply."
+# What a shell reports for a program ended by Ctrl-C.
+INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    model: str | None
+    prompt: str | None
+    system_prompt: str = ""
+    params: SamplingParams = NO_PARAMS
+    save: bool = True
+    as_json: bool = False
+
+
+def run_chat(home: Home, options: ChatOptions) -> int:
+    """The exit code; errors end the command in words (SystemExit 1)."""
+    try:
+        client = DaemonClient.for_home(home)
+    except DaemonNotRunningError as exc:
+        fail(f"{exc} Start it with `roundhouse serve`, or open the app with `roundhouse`.")
+    except ClientError as exc:
+        fail(str(exc))
+    # One loop for the whole chat (asyncio.run per reply would drop the client's
+    # connections); asyncio.Runner turns Ctrl-C into cancelling the running step.
+    with asyncio.Runner() as runner:
+        try:
+            model = options.model or runner.run(_active_model(client))
+            if not model:
+                fail(NO_MODEL)
+            session = ChatSession(
+                client,
+                model,
+                options.system_prompt,
+                options.params,
+                save=options.save,
+                out=None if options.as_json else sys.stdout,
+            )
+            if options.prompt is not None:
+                return _one_shot(runner, session, options.prompt.strip(), options.as_json)
+            return _interactive(runner, session)
+        except ClientError as exc:
+            fail(str(exc))
+        finally:
+            runner.run(client.aclose())
+
+
+async def _active_model(client: DaemonClient) -> str | None:
+    return (await client.settings()).chat.active_model
+
+
+def _exchange(runner: asyncio.Runner, session: ChatSession, prompt: str) -> Reply:
+    """Stream one reply and keep it; a stopped one is kept as far as it came. ChatFailed
+    when it fails: that exchange is neither kept nor sent again."""
+    try:
+        reply = runner.run(session.ask(prompt))
+    except KeyboardInterrupt:
+        reply = session.stopped()
+    try:
+        runner.run(session.keep(prompt, reply))
+    except ClientError as exc:
+        # The reply was shown; failing to save it must not cost the chat.
+        err_console.print(f"[yellow]Not saved in the history:[/] {exc}", highlight=False)
+    return reply
+
+
+def _end_line(reply: Reply) -> None:
+    if reply.content and not reply.content.endswith("\n"):
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    err_console.print(stats_line(reply.stats), style="dim", markup=False, highlight=False)
+
+
+def _one_shot(runner: asyncio.Runner, session: ChatSession, prompt: str, as_json: bool) -> int:
+    try:
+        reply = _exchange(runner, session, prompt)
+    except ChatFailed as exc:
+        fail(exc.message)
+    if as_json:
+        print_json(
+            {
+                "model": session.model,
+                "conversation_id": session.conversation.id if session.conversation else None,
+                "content": reply.content,
+                "reasoning": reply.reasoning or None,
+                "stats": reply.stats.model_dump(mode="json"),
+            }
+        )
+    else:
+        _end_line(reply)
+    return INTERRUPTED if reply.stats.stopped else 0
+
+
+def _interactive(runner: asyncio.Runner, session: ChatSession) -> int:
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 - line editing and history for input()
+    err_console.print(f"Chatting with [bold]{session.model}[/]. {HELP}", highlight=False)
+    while True:
+        try:
+            line = input("> ")
+        except EOFError:
+            sys.stdout.write("\n")
+            return 0
+        except KeyboardInterrupt:
+            # As in Python's own prompt: Ctrl-C drops the line; Ctrl-D or /exit ends.
+            sys.stdout.write("\n")
+            continue
+        prompt = line.strip()
+        if not prompt:
+            continue
+        if prompt in EXIT_WORDS:
+            return 0
+        if prompt == "/reset":
+            session.reset()
+            err_console.print("Started over: the next prompt opens a new conversation.")
+            continue
+        if prompt.startswith("/") and " " not in prompt:
+            err_console.print(f"Unknown command {prompt}. {HELP}", highlight=False)
+            continue
+        try:
+            reply = _exchange(runner, session, prompt)
+        except ChatFailed as exc:
+            if session.shown:
+                sys.stdout.write("\n")
+            err_console.print(f"[bold red]Error:[/] {exc.message}", highlight=False)
+            continue
+        _end_line(reply)

@@ -1,0 +1,34 @@
+"""`roundhouse gateway models|usage`: what the OpenAI-compatible gateway serves, and its use."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def gateway() -> None:
+    """The OpenAI-compatible gateway at the daemon's address + /v1."""
+
+
+@gateway.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def models(ctx: click.Context, as_json: bool) -> None:
+    """List the models running instances serve, those loading, and those a saved preset
+    lets the gateway start on the first request."""
+    from roundhouse.cli.gateway_view import models_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.gateway_models(), models_view)
+
+
+@gateway.command("usage")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def usage(ctx: click.Context, as_json: bool) -> None:
+    """Per instance: requests and tokens through the gateway, requests in flight and
+    queued, when it was last used and when it stops if left idle."""
+    from roundhouse.cli.gateway_view import usage_view
+    from roundhouse.cli.main import show_from_daemon
+
+    show_from_daemon(ctx, as_json, lambda c: c.gateway_usage(), usage_view)

@@ -1,0 +1,94 @@
+"""Render the gateway's models, usage and a served model for `roundhouse gateway` and `run`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from roundhouse.api.gateway import GatewayModelList, GatewayUsage, ModelState
+from roundhouse.api.instances import InstanceInfo
+from roundhouse.base.units import format_duration
+
+_STATE_STYLE = {
+    ModelState.SERVING: "green",
+    ModelState.LOADING: "yellow",
+    ModelState.STARTABLE: "cyan",
+}
+
+
+def models_view(answer: GatewayModelList) -> RenderableType:
+    if not answer.models:
+        return (
+            "No models: start an instance (`roundhouse engines start ...`), or save a preset "
+            "(`--save-preset default`) so the gateway can start its model on request."
+        )
+    table = Table(title="Gateway models", title_justify="left")
+    for column in ("ID", "State", "Engine", "Instance", "Preset", "Model"):
+        table.add_column(column)
+    for entry in answer.models:
+        name = Text(entry.id)
+        if entry.id == answer.active_model:
+            name.append(" (active)", style="bold")
+        state = Text(entry.state.value, style=_STATE_STYLE.get(entry.state, ""))
+        table.add_row(
+            name,
+            state,
+            entry.engine.value,
+            entry.instance or "—",
+            entry.preset or "—",
+            Text(entry.model or "—"),
+        )
+    return table
+
+
+def usage_view(answer: GatewayUsage, now: Callable[[], float] = time.time) -> RenderableType:
+    if not answer.usage:
+        return "No instances: nothing has used the gateway yet."
+    table = Table(title="Gateway use since the daemon started", title_justify="left")
+    for column in ("Instance", "Requests", "Prompt tokens", "Completion tokens"):
+        table.add_column(column, justify="left" if column == "Instance" else "right")
+    for column in ("In flight", "Queued", "Last used", "Idle stop"):
+        table.add_column(column, justify="right")
+    for entry in answer.usage:
+        last = (
+            f"{format_duration(max(0.0, now() - entry.last_used_at))} ago"
+            if entry.last_used_at is not None
+            else "never"
+        )
+        ttl = f"after {format_duration(entry.idle_ttl_s)}" if entry.idle_ttl_s else "kept"
+        table.add_row(
+            entry.instance,
+            str(entry.requests),
+            str(entry.prompt_tokens),
+            str(entry.completion_tokens),
+            str(entry.in_flight),
+            str(entry.queued),
+            last,
+            ttl,
+        )
+    return table
+
+
+def curl_example(base_url: str, model: str) -> str:
+    body = f'{{"model": "{model}", "messages": [{{"role": "user", "content": "Hi"}}]}}'
+    return f"curl {base_url}/chat/completions -H 'Content-Type: application/json' -d '{body}'"
+
+
+def served_view(model: str, base_url: str, info: InstanceInfo) -> RenderableType:
+    """What `roundhouse run` prints once the model is served."""
+    return Group(
+        Text.assemble(
+            "Serving ",
+            (model, "bold"),
+            f" on {info.engine.value} instance ",
+            (info.id, "bold"),
+            f" ({info.status.value}).",
+        ),
+        Text(f"Gateway base URL: {base_url}"),
+        Text("Try:"),
+        Text(curl_example(base_url, model)),
+    )

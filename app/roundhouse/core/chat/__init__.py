@@ -1,0 +1,1 @@
+"""Chat history: conversations and their messages in SQLite, owned by the daemon."""

@@ -1,0 +1,87 @@
+"""The chat database's tables, and the migrations that bring an older file up to date."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+_V1 = (
+    """CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        -- 1 while the title comes from the first user message, 0 once the user set one
+        title_auto INTEGER NOT NULL DEFAULT 1,
+        model TEXT,
+        system_prompt TEXT NOT NULL DEFAULT '',
+        params TEXT NOT NULL DEFAULT '{}',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    )""",
+    "CREATE INDEX conversations_by_update ON conversations (updated_at)",
+    """CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        reasoning TEXT,
+        stats TEXT,
+        created_at REAL NOT NULL
+    )""",
+    "CREATE INDEX messages_by_conversation ON messages (conversation_id, id)",
+)
+
+
+def _v1_initial(db: sqlite3.Connection) -> None:
+    for statement in _V1:
+        db.execute(statement)
+
+
+# MIGRATIONS[n] takes a file from version n to n + 1; append, never edit a released one.
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial,)
+
+
+class NewerSchemaError(Exception):
+    """The file was written by a newer Roundhouse than this one."""
+
+    def __init__(self, found: int, known: int) -> None:
+        super().__init__(f"schema version {found}, this Roundhouse knows up to {known}")
+        self.found = found
+        self.known = known
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = db.execute("SELECT version FROM schema_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring the file to the newest version, each step in its own transaction (SQLite's DDL
+    is transactional); the version reached. A failed step leaves the version before it."""
+    known = len(migrations)
+    found = schema_version(db)
+    if found > known:
+        raise NewerSchemaError(found, known)
+    for version in range(found, known):
+        with transaction(db):
+            migrations[version](db)
+            db.execute("DELETE FROM schema_version")
+            db.execute("INSERT INTO schema_version (version) VALUES (?)", (version + 1,))
+    return known
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction on a connection in autocommit mode (isolation_level=None):
+    taken at once (IMMEDIATE), so two writers queue instead of failing half-way."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

@@ -1,0 +1,67 @@
+"""Requests the gateway answers itself, each in OpenAI's error shape with its own status."""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """A request the gateway answers itself, in OpenAI's error shape."""
+
+    status = 500
+    kind = "server_error"
+    code = "internal_error"
+
+    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+
+
+class BadRequest(GatewayError):
+    status = 400
+    kind = "invalid_request_error"
+    code = "invalid_request"
+
+
+class ModelNotFound(GatewayError):
+    status = 404
+    kind = "invalid_request_error"
+    code = "model_not_found"
+
+
+class ModelNotReady(GatewayError):
+    status = 503
+    kind = "server_error"
+    code = "model_not_ready"
+
+
+class UpstreamFailed(GatewayError):
+    status = 502
+    kind = "server_error"
+    code = "upstream_unreachable"
+
+
+class QueueFull(GatewayError):
+    """Every slot of the instance is busy and its queue is full: come back shortly.
+
+    OpenAI answers its own rate limits with 429, type "requests", code
+    "rate_limit_exceeded" and a Retry-After header; clients back off and retry on it."""
+
+    status = 429
+    kind = "requests"
+    code = "rate_limit_exceeded"
+
+
+class QueueTimeout(GatewayError):
+    """The request waited `queue_timeout_s` for its turn or its model, and gave up."""
+
+    status = 503
+    kind = "server_error"
+    code = "queue_timeout"
+
+
+class StartFailed(GatewayError):
+    """A just-in-time start failed, or found no room: the instance's error in words."""
+
+    status = 503
+    kind = "server_error"
+    code = "model_start_failed"

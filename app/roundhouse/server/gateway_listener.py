@@ -1,0 +1,185 @@
+"""The gateway's second listener: only /v1, on the address the settings name, for other apps.
+
+It shares the daemon's services (the same Gateway, instances and key) and runs as a second
+uvicorn server in the daemon's loop. It starts, stops and moves when the settings or the
+key change; what keeps it from listening (no key beyond loopback, a taken port) is kept as
+words in its status, never raised: the daemon itself keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI
+
+from roundhouse.api.gateway import GatewayListener
+from roundhouse.core.ports import PortInUseError, bind_listener
+from roundhouse.server.problems import install_problem_handlers
+from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
+from roundhouse.server.security import (
+    GatewayCors,
+    HostGuard,
+    KeyGuard,
+    is_loopback,
+    machine_hosts,
+)
+from roundhouse.server.services import DaemonServices
+
+log = logging.getLogger(__name__)
+
+NEEDS_KEY = (
+    "Not listening: an address beyond loopback needs the gateway API key. Set one (Generate "
+    "on the Settings page, or `roundhouse gateway key --generate`) and it starts."
+)
+
+
+def create_gateway_app(services: DaemonServices, allowed_hosts: frozenset[str]) -> FastAPI:
+    """An app with the /v1 routes alone: no control API, no docs, no OpenAPI schema."""
+    app = FastAPI(title="Roundhouse gateway", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.services = services
+    install_problem_handlers(app)
+    install_gateway(app)
+    # Added inner first: Host check, then CORS (so a preflight needs no key), then the key.
+    app.add_middleware(KeyGuard, key=lambda: services.gateway_key.current)
+    app.add_middleware(
+        GatewayCors, origins=lambda: services.settings.gateway.cors_origins, prefix=GATEWAY_PREFIX
+    )
+    app.add_middleware(
+        HostGuard,
+        allowed=allowed_hosts,
+        answers="the gateway answers only to this machine's names and addresses and to "
+        "gateway.allowed_hosts",
+    )
+    return app
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signals alone: the daemon's own server handles them and
+    stops this one (two servers capturing signals would leave one running after Ctrl+C)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass(frozen=True)
+class _Plan:
+    host: str
+    port: int
+    allowed_hosts: tuple[str, ...]
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{GATEWAY_PREFIX}"
+
+
+class SecondListener:
+    """Follows `services.settings.gateway` and the key; `apply()` after either changes."""
+
+    def __init__(self, services: DaemonServices) -> None:
+        self._services = services
+        self._plan: _Plan | None = None
+        self._server: _QuietServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._error: str | None = None
+        self._lock = asyncio.Lock()
+
+    def status(self) -> GatewayListener | None:
+        """None when no second address is set."""
+        if self._plan is None:
+            return None
+        return GatewayListener(
+            url=_url(self._plan.host, self._plan.port),
+            needs_key=self._services.gateway_key.is_set,
+            error=self._error,
+        )
+
+    def _wanted(self) -> _Plan | None:
+        gateway = self._services.settings.gateway
+        host = (gateway.listen_host or "").strip()
+        if not host:
+            return None
+        return _Plan(host, gateway.listen_port, tuple(gateway.allowed_hosts))
+
+    async def apply(self) -> None:
+        """Listen as the settings and the key say now: unchanged, moved, started or stopped."""
+        async with self._lock:
+            plan = self._wanted()
+            keyless = plan is not None and not is_loopback(plan.host)
+            keyless = keyless and not self._services.gateway_key.is_set
+            if plan == self._plan and self._running() and not keyless:
+                return
+            await self._stop()
+            self._plan, self._error = plan, None
+            if plan is None:
+                return
+            if keyless:
+                self._error = NEEDS_KEY
+                if self._services.gateway_key.error:
+                    self._error += f" (The keyring: {self._services.gateway_key.error})"
+                log.warning("Gateway on %s:%d: %s", plan.host, plan.port, self._error)
+                return
+            self._start(plan)
+
+    def _running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _start(self, plan: _Plan) -> None:
+        try:
+            sock = bind_listener(plan.host, plan.port)
+        except PortInUseError as exc:
+            self._error = f"Not listening: {exc.strerror}"
+            if exc.owner is not None and exc.owner.pid == os.getpid():
+                self._error = (
+                    f"Not listening: port {plan.port} on {plan.host} is the daemon's own. "
+                    "Choose another gateway.listen_port."
+                )
+            else:
+                self._error += " Choose another gateway.listen_port, or stop that program."
+        except OSError as exc:
+            self._error = (
+                f"Not listening: cannot bind {plan.host}:{plan.port} ({exc.strerror or exc}). "
+                "Check that the address belongs to this machine."
+            )
+        if self._error is not None:
+            log.warning("Gateway listener not started: %s", self._error)
+            return
+        app = create_gateway_app(self._services, machine_hosts(plan.host, plan.allowed_hosts))
+        config = uvicorn.Config(
+            app, log_config=None, access_log=False, timeout_graceful_shutdown=5, lifespan="off"
+        )
+        self._server = server = _QuietServer(config)
+        self._task = asyncio.create_task(server.serve(sockets=[sock]), name="gateway-listener")
+        self._task.add_done_callback(self._on_done)
+        bound_host, bound_port = sock.getsockname()[:2]
+        log.info("Gateway also serving %s", _url(bound_host, bound_port))
+
+    def _on_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self._error = f"Stopped by an error: {type(exc).__name__}: {exc}"
+            log.error("Gateway listener failed", exc_info=exc)
+
+    async def _stop(self) -> None:
+        server, task = self._server, self._task
+        self._server = self._task = None
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        # uvicorn closes the socket and waits for open requests (5 s at most).
+        with contextlib.suppress(Exception):
+            await task
+
+    async def close(self) -> None:
+        """Stop listening, with the daemon."""
+        async with self._lock:
+            await self._stop()

@@ -1,0 +1,59 @@
+"""Control routes of the gateway's security: its API key and the state of its listeners."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body
+
+from roundhouse.api.gateway import GatewayKey, GatewayListener, GatewayStatus
+from roundhouse.server.deps import Services
+from roundhouse.server.routes.gateway import GATEWAY_PREFIX
+from roundhouse.server.services import DaemonServices
+
+router = APIRouter(prefix="/gateway", tags=["gateway"])
+
+
+def gateway_status(services: DaemonServices) -> GatewayStatus:
+    key = services.gateway_key
+    key_set = key.is_set
+    # A key that exists but could not be read: no key matches until it can be (fail closed).
+    unreadable = f"Refusing every key: {key.error}" if key.current == "" else None
+    # The daemon's own address: loopback, and the control token works as well as the key.
+    own = services.url + GATEWAY_PREFIX
+    listeners = [GatewayListener(url=own, needs_key=key_set, error=unreadable)]
+    second = services.second_listener.status() if services.second_listener else None
+    if second is not None:
+        if unreadable and second.error is None:
+            second = second.model_copy(update={"error": unreadable})
+        listeners.append(second)
+    return GatewayStatus(
+        listeners=listeners, key_set=key_set, usage=services.gateway().usage_report()
+    )
+
+
+@router.get("/status", response_model=GatewayStatus)
+async def get_status(services: Services) -> GatewayStatus:
+    """Where the gateway listens (or why not), whether a key is set, and each instance's use."""
+    return gateway_status(services)
+
+
+@router.post("/key", response_model=GatewayKey)
+async def set_key(
+    services: Services, given: Annotated[GatewayKey | None, Body()] = None
+) -> GatewayKey:
+    """Store the given key, or generate one, in the keyring; the answer is the only place
+    the key is shown. A second listener that waited for a key starts."""
+    key = await services.gateway_key.set(given.key if given is not None else None)
+    if services.second_listener is not None:
+        await services.second_listener.apply()
+    return GatewayKey(key=key)
+
+
+@router.delete("/key", response_model=GatewayStatus)
+async def clear_key(services: Services) -> GatewayStatus:
+    """Remove the key: /v1 is open again on loopback, and a listener beyond it stops."""
+    await services.gateway_key.clear()
+    if services.second_listener is not None:
+        await services.second_listener.apply()
+    return gateway_status(services)

@@ -1,0 +1,48 @@
+"""Control routes of the gateway's scheduling: what it can serve, usage, serve a model now."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from roundhouse.api.gateway import GatewayModelList, GatewayUsage, ServeRequest
+from roundhouse.api.instances import InstanceInfo
+from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.gateway.errors import GatewayError
+from roundhouse.server.deps import Services
+
+router = APIRouter(prefix="/gateway", tags=["gateway"])
+
+
+class _GatewayProblem(RoundhouseError):
+    """A gateway error answered on the control API: a problem response, not OpenAI's shape."""
+
+    def __init__(self, error: GatewayError) -> None:
+        super().__init__(error.message)
+        self.status = error.status
+        self.title = {
+            404: "Model not found",
+            429: "Gateway busy",
+            503: "Model not available",
+        }.get(error.status, "Gateway error")
+
+
+@router.get("/models", response_model=GatewayModelList)
+async def gateway_models(services: Services) -> GatewayModelList:
+    """Models running instances serve, those loading, and those a preset can start."""
+    return services.gateway().model_list()
+
+
+@router.get("/usage", response_model=GatewayUsage)
+async def gateway_usage(services: Services) -> GatewayUsage:
+    """Per instance: requests and tokens through the gateway, in flight, queued, last use."""
+    return GatewayUsage(usage=services.gateway().usage_report())
+
+
+@router.post("/serve", response_model=InstanceInfo)
+async def serve_model(request: ServeRequest, services: Services) -> InstanceInfo:
+    """Make sure an instance serves the model: start it with its preset (even with
+    just-in-time starts off) and answer once it is ready."""
+    try:
+        return await services.gateway().serve(request.model)
+    except GatewayError as exc:
+        raise _GatewayProblem(exc) from exc

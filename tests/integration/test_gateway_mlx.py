@@ -1,0 +1,112 @@
+"""The official `openai` client through the gateway to a real mlx_lm.server (mlx[cpu] on
+Linux) serving the tiny HF model: listed, chat with and without streaming, usage asked only
+by Roundhouse kept from the client."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+from openai import OpenAI
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
+from roundhouse.api.settings import EngineSettings, Settings
+from roundhouse.base.paths import resolve_home
+from roundhouse.client import DaemonClient
+from roundhouse.core.settings import save_settings
+from tests.daemon_process import DaemonProcess, start_daemon
+
+READY_TIMEOUT_S = 90.0
+MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
+    {"role": "user", "content": "Say hello."}
+]
+
+
+async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        info = await client.start_instance(
+            StartRequest(engine=EngineId.MLX, options=InstanceOptions(model=str(model)))
+        )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            info = await client.instance(info.id)
+            if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
+                break
+            await asyncio.sleep(0.1)
+        assert info.status == InstanceStatus.READY, info
+        return info
+
+
+@pytest.fixture(scope="module")
+def served(
+    mlx_python: str, tiny_hf_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[OpenAI, InstanceInfo]]:
+    root = tmp_path_factory.mktemp("gateway-mlx") / "home"
+    home = resolve_home(root)
+    home.ensure()
+    cache = root.parent / "hub"
+    save_settings(
+        home.settings_file,
+        Settings(models_dir=str(cache), engines=EngineSettings(python_paths=[mlx_python])),
+    )
+    daemon = start_daemon(root)
+    try:
+        info = asyncio.run(_start_ready(daemon, tiny_hf_model))
+        client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        yield client, info
+        client.close()
+    finally:
+        daemon.stop(timeout=60)
+
+
+def test_models_lists_the_mlx_model(served: tuple[OpenAI, InstanceInfo]) -> None:
+    client, info = served
+    models = {m.id: m for m in client.models.list()}
+    assert info.models and info.models[0] in models, models
+    assert models[info.models[0]].owned_by == "mlx"
+
+
+def test_chat_without_streaming(served: tuple[OpenAI, InstanceInfo]) -> None:
+    client, info = served
+    reply = client.chat.completions.create(model=info.models[0], messages=MESSAGES, max_tokens=6)
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].message.content
+    assert reply.usage is not None and reply.usage.completion_tokens > 0
+
+
+def test_chat_streaming_with_and_without_usage(served: tuple[OpenAI, InstanceInfo]) -> None:
+    client, info = served
+    plain = list(
+        client.chat.completions.create(
+            model=info.models[0], messages=MESSAGES, max_tokens=6, stream=True
+        )
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in plain if c.choices)
+    # The gateway asked mlx_lm for usage to count tokens; this client did not, so it gets
+    # no chunk without choices.
+    assert all(c.choices for c in plain)
+    counted = list(
+        client.chat.completions.create(
+            model=info.models[0],
+            messages=MESSAGES,
+            max_tokens=6,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert any(c.usage is not None and c.usage.completion_tokens > 0 for c in counted)
+
+
+def test_the_model_is_also_known_by_its_folder(
+    served: tuple[OpenAI, InstanceInfo], tiny_hf_model: Path
+) -> None:
+    client, _info = served
+    reply = client.chat.completions.create(
+        model=str(tiny_hf_model), messages=MESSAGES, max_tokens=4
+    )
+    assert reply.choices[0].message.content is not None
