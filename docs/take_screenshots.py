@@ -187,6 +187,7 @@ async def take(
     grab("engines.png")
     if model is not None:
         await take_instances(ui, page, model, grab)
+        await take_chat(ui, model, grab)
     await take_attach_dialog(ui, page, grab)
     await take_ollama(ui, grab)
     await take_settings(ui, grab)
@@ -265,6 +266,65 @@ async def take_instances(ui: Ui, page: EnginesPage, model: Path, grab: Callable[
         await wait_until(lambda: section.model.row_of(info.id) is None, 60, "the stop")
     except RuntimeError as exc:
         raise RuntimeError(f"{exc}: {section.message_label.text()} {section.row_texts()}") from exc
+
+
+EXAMPLE_REPLY = """Start it as a child process and wait for its health check:
+
+```python
+import subprocess
+
+server = subprocess.Popen(
+    ["llama-server", "-m", "model.gguf", "--port", "8080", "-c", "4096"]
+)
+```
+
+Then poll `http://127.0.0.1:8080/health` until it answers **200**; never sleep a fixed time.
+"""
+
+
+async def take_chat(ui: Ui, model: Path, grab: Callable[..., None]) -> None:
+    """The Chat page: an example exchange (Markdown, code, folded reasoning), then a live
+    reply from the tiny model with its figures."""
+    from roundhouse.api.chat import NewConversation, NewMessage, Role
+    from roundhouse.api.engines import EngineId, InstanceOptions
+    from roundhouse.api.instances import InstanceStatus, StartRequest
+    from roundhouse.client import DaemonClient
+    from roundhouse.gui.pages.chat_page import ChatPage
+
+    async with DaemonClient.for_home(ui.bridge.home) as client:
+        options = InstanceOptions(model=str(model), ctx_size=2048, parallel=1)
+        info = await client.start_instance(StartRequest(engine=EngineId.LLAMA_CPP, options=options))
+        deadline = time.monotonic() + 60
+        while info.status != InstanceStatus.READY:
+            if info.status == InstanceStatus.FAILED or time.monotonic() > deadline:
+                raise RuntimeError(f"the chat's instance did not start: {info.error}")
+            await asyncio.sleep(0.2)
+            info = await client.instance(info.id)
+        example = [
+            NewMessage(role=Role.USER, content="How do I start llama-server from Python?"),
+            NewMessage(
+                role=Role.ASSISTANT,
+                content=EXAMPLE_REPLY,
+                reasoning="The user wants a subprocess; mention the health check.",
+            ),
+        ]
+        new = NewConversation(title="llama-server from Python", model=info.models[0])
+        chat = await client.create_chat(new.model_copy(update={"messages": example}))
+    page = ui.window.show_page("Chat")
+    assert isinstance(page, ChatPage)
+    page.refresh()
+    await wait_until(lambda: chat.id in page.conversations.ids(), 10, "the conversation")
+    page.open_conversation(chat.id)
+    await wait_until(lambda: len(page.transcript.messages) == 2, 10, "its messages")
+    page.settings.max_tokens.setValue(40)
+    page.input.setPlainText("And the same with a 2048-token context?")
+    page.send()
+    await wait_until(lambda: len(page.transcript.messages) == 4 and not page.busy, 60, "a reply")
+    page.input.setPlainText("Thanks! Which port does the gateway use?")
+    await asyncio.sleep(0.8)
+    grab("chat.png")
+    async with DaemonClient.for_home(ui.bridge.home) as client:
+        await client.stop_instance(info.id)
 
 
 async def take_metrics(ui: Ui, page: EnginesPage, grab: Callable[..., None]) -> None:

@@ -32,7 +32,7 @@ def no_ollama_daemon(home_root: Path) -> Iterator[DaemonProcess]:
 def test_pages_in_order(ui: Ui) -> None:
     nav = ui.window.navigation
     titles = [nav.item(row).text() for row in range(nav.count())]
-    assert titles == ["Hardware", "Engines", "Ollama", "Settings"]
+    assert titles == ["Hardware", "Engines", "Ollama", "Chat", "Settings"]
 
 
 def test_settings_round_trip_a_refusal_and_ollama_absent(
@@ -61,6 +61,13 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
         assert (page.ready_timeout.minimum(), page.ready_timeout.maximum()) == (5, 7200)
         assert not page.save_button.isEnabled(), "nothing changed yet"
 
+        # Another window (the tray) picks the active model after the page read the settings:
+        # the page's Save must keep it.
+        async with DaemonClient(no_ollama_daemon.url, no_ollama_daemon.token) as client:
+            current = await client.settings()
+            chat = current.chat.model_copy(update={"active_model": "picked-in-the-tray"})
+            await client.put_settings(current.model_copy(update={"chat": chat}))
+
         page.python_edit.setText(sys.executable)
         page.add_button.click()
         page.leftover.setCurrentIndex(page.leftover.findData(LeftoverAction.REAP.value))
@@ -72,6 +79,7 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
         assert not page.save_button.isEnabled()
         async with DaemonClient(no_ollama_daemon.url, no_ollama_daemon.token) as client:
             saved = (await client.settings()).engines
+            assert (await client.settings()).chat.active_model == "picked-in-the-tray"
         assert saved.python_paths == [sys.executable]
         assert saved.on_leftover == LeftoverAction.REAP and saved.ready_timeout_s == 120
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
 
+import qasync
 from PySide6.QtCore import QObject, QPointF, Signal
 from pytestqt.qtbot import QtBot
 
@@ -177,3 +181,31 @@ def test_hovering_a_chart_shows_the_values_under_the_mouse(qtbot: QtBot) -> None
     assert card.value_label.text().endswith(": 20 %")
     card.plot.scene().sigMouseMoved.emit(QPointF(-5.0, -5.0))
     assert card.value_label.text() == "39 %"
+
+
+def test_a_follow_cancelled_before_it_ran_still_ends(
+    qloop: qasync.QEventLoop, home_root: Path
+) -> None:
+    """Stop pressed in the same loop tick as Send: the follower must hear the end, or a
+    window waiting for it stays 'streaming' for good."""
+    from roundhouse.base.paths import resolve_home
+    from roundhouse.gui.daemon_bridge import DaemonBridge
+
+    bridge = DaemonBridge(resolve_home(home_root), auto_start=False)
+
+    async def never(_client: object) -> AsyncIterator[int]:
+        yield 1
+
+    follow = bridge.follow("a stream", never)  # type: ignore[arg-type]
+    ends: list[str] = []
+    follow.cancelled.connect(lambda: ends.append("cancelled"))
+    follow.failed.connect(lambda _f: ends.append("failed"))
+    follow.cancel()
+
+    async def settle() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    qloop.run_until_complete(settle())
+    assert ends == ["cancelled"]
+    assert follow.done

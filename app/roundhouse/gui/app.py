@@ -19,7 +19,9 @@ from roundhouse.gui.pyside_tax import skip_feature_source_scan
 # Only Qt and the window shell load before the first paint; asyncio, qasync, the HTTP
 # client (httpx, pydantic) and the charts (pyqtgraph, numpy) load right after it (~0.4 s).
 if TYPE_CHECKING:
+    from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.quick_chat import QuickChat
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
 
@@ -34,6 +36,8 @@ class Ui:
     window: MainWindow
     quitter: QuitController
     tray: Tray | None
+    active_model: ActiveModel | None = None
+    quick_chat: QuickChat | None = None
 
 
 def application() -> QApplication:
@@ -59,11 +63,14 @@ def build_ui(
     window: MainWindow | None = None,
 ) -> Ui:
     """Build the bridge, window, pages and tray; nothing talks to the daemon yet."""
+    from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.pages.chat_page import ChatPage
     from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
     from roundhouse.gui.pages.ollama_page import OllamaPage
     from roundhouse.gui.pages.settings_page import SettingsPage
+    from roundhouse.gui.quick_chat import QuickChat
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
 
@@ -76,22 +83,37 @@ def build_ui(
     window.add_page(HardwarePage(bridge), HardwarePage.title)
     window.add_page(EnginesPage(bridge), EnginesPage.title)
     window.add_page(OllamaPage(bridge), OllamaPage.title)
+    window.add_page(ChatPage(bridge), ChatPage.title)
     window.add_page(SettingsPage(bridge), SettingsPage.title)
     quitter = QuitController(bridge, app.quit, window)
     window.quit_requested.connect(quitter.request_quit)
+    active_model = ActiveModel(bridge)
+    # The quick chat window is built on first use; its shortcut (Ctrl+Shift+Space) now.
+    quick_chat = QuickChat(bridge, window, active_model, geometry_store=geometry_store)
     tray = (
-        Tray(bridge, window, quitter, dark_panel=is_dark(app.palette())) if tray_available else None
+        Tray(
+            bridge,
+            window,
+            quitter,
+            dark_panel=is_dark(app.palette()),
+            active_model=active_model,
+            open_quick_chat=quick_chat.open,
+        )
+        if tray_available
+        else None
     )
     window.hides_to_tray = lambda: tray is not None
     # With a tray, closing the window hides it; without one, closing it quits.
     app.setQuitOnLastWindowClosed(tray is None)
-    return Ui(bridge, window, quitter, tray)
+    return Ui(bridge, window, quitter, tray, active_model, quick_chat)
 
 
 async def shutdown(ui: Ui) -> None:
     """After the Qt loop ends: stop the daemon if the user chose to, then close the client."""
     if ui.tray is not None:
         ui.tray.icon.hide()
+    if ui.quick_chat is not None:
+        ui.quick_chat.close()
     ui.window.hide()
     if ui.quitter.stop_daemon_on_exit and ui.bridge.state == ConnectionState.CONNECTED:
         problem = await ui.bridge.stop_daemon()
@@ -103,13 +125,17 @@ async def shutdown(ui: Ui) -> None:
     await ui.bridge.aclose()
 
 
-def run_app(home: Home) -> int:
-    """Run the desktop app until the user quits; the daemon it started serves on."""
+def run_app(home: Home, *, tray: bool = False) -> int:
+    """Run the desktop app until the user quits; the daemon it started serves on.
+
+    `tray` (Start at login) shows only the tray icon, where the platform has a tray."""
     app = application()
     window = MainWindow(geometry_store=QSettings())
-    window.show()
-    # Paint the window before the client, qasync and the charting library are imported.
-    app.processEvents()
+    hidden = tray and QSystemTrayIcon.isSystemTrayAvailable()
+    if not hidden:
+        window.show()
+        # Paint the window before the client, qasync and the charting library are imported.
+        app.processEvents()
     import asyncio
 
     import qasync
@@ -120,7 +146,7 @@ def run_app(home: Home) -> int:
     asyncio.set_event_loop(loop)
     restore_hooks = install_asyncgen_hooks(loop)
     try:
-        ui = build_ui(app, home, window=window)
+        ui = build_ui(app, home, window=window, geometry_store=QSettings())
         if ui.tray is not None:
             ui.tray.show()
         ui.bridge.start()

@@ -415,6 +415,9 @@ class DaemonBridge(QObject):
             follow.end()
 
         task = self._spawn(run())
+        # Cancelled before it first ran, `run` never sees the cancellation: the follower
+        # still hears that it ended (ends come once, so this is a no-op otherwise).
+        task.add_done_callback(lambda t: follow.mark_cancelled() if t.cancelled() else None)
         follow.bind_cancel(task.cancel)
         return follow
 

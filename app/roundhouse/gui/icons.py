@@ -10,10 +10,15 @@ from roundhouse.base.resources import resource_path
 
 
 class TrayState(StrEnum):
-    """What the tray icon says about the connection to the daemon."""
+    """What the tray icon says: the connection to the daemon, and whether models are served."""
 
+    # Not connected (yet): looking for the daemon, or starting it.
     IDLE = "idle"
+    # Connected, nothing served.
     CONNECTED = "connected"
+    # Connected, at least one instance ready.
+    SERVING = "serving"
+    # The daemon cannot be reached, or an instance failed.
     ERROR = "error"
 
 

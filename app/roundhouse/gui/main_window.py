@@ -115,6 +115,16 @@ class MainWindow(QMainWindow):
                 return self.pages.widget(row)
         raise KeyError(title)
 
+    def show_chat(self, conversation_id: str | None = None) -> None:
+        """Bring the window up on the Chat page, with that conversation open (if one)."""
+        from roundhouse.gui.pages.chat_page import ChatPage
+
+        page = self.show_page(ChatPage.title)
+        assert isinstance(page, ChatPage)
+        if conversation_id is not None:
+            page.open_conversation(conversation_id)
+        self.bring_to_front()
+
     def bring_to_front(self) -> None:
         self.show()
         self.raise_()

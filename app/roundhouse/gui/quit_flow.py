@@ -7,6 +7,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
 
+from roundhouse.api.instances import InstanceOrigin
 from roundhouse.api.settings import QuitAction, UiSettings
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 
@@ -51,10 +52,13 @@ class QuitController(QObject):
         box = QMessageBox(self._window)
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle("Quit Roundhouse")
-        box.setText("Stop the Roundhouse daemon as well?")
+        box.setText("Stop the Roundhouse daemon and its engines as well?")
+        # Engines others started are only attached: stopping the daemon leaves them running.
+        running = sum(i.origin != InstanceOrigin.EXTERNAL for i in self._bridge.instances or [])
+        serving = f"{running} engine{'' if running == 1 else 's'} running now. " if running else ""
         box.setInformativeText(
-            "The daemon keeps engines and the local API running while the app is closed. "
-            "Stop it if you do not need local models for now."
+            f"{serving}The daemon keeps engines and the local API running while the app is "
+            "closed. Stop it if you do not need local models for now."
         )
         self._stop_button = box.addButton("Stop and quit", QMessageBox.ButtonRole.DestructiveRole)
         self._leave_button = box.addButton("Quit, keep serving", QMessageBox.ButtonRole.AcceptRole)

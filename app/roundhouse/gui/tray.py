@@ -1,21 +1,38 @@
-"""The tray icon: the connection state at a glance, and Open and Quit."""
+"""The tray icon: idle, serving N instances or an error at a glance, and a menu to act.
+
+The menu is rebuilt each time it opens, from what the bridge last heard; the instance list
+is refreshed by poking the bridge's one instances poller every few seconds while connected.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+from collections.abc import Callable
 
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QMenu, QMessageBox, QSystemTrayIcon
+
+from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.gui.active_model import ActiveModel
+from roundhouse.gui.call import Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.icons import TrayState, tray_icon
 from roundhouse.gui.main_window import MainWindow
 from roundhouse.gui.quit_flow import QuitController
+from roundhouse.gui.settings_patch import patch_settings, with_ui
+from roundhouse.gui.tray_status import (
+    STATE_WORDS,
+    instance_label,
+    instance_menu_text,
+    tray_status,
+)
+from roundhouse.gui.widgets.active_model_menu import ActiveModelMenu
+from roundhouse.gui.widgets.confirm import ask_to_confirm
+from roundhouse.gui.widgets.instances_section import is_endpoint
 
-STATE_WORDS = {
-    ConnectionState.CONNECTED: "connected to the daemon",
-    ConnectionState.CONNECTING: "looking for the daemon…",
-    ConnectionState.STARTING: "starting the daemon…",
-    ConnectionState.DISCONNECTED: "not connected to the daemon",
-}
+# How often the tray asks for the instance list while connected: one small GET; the Engines
+# page, when shown, polls every second through the same poller anyway.
+POLL_PERIOD_MS = 5000
+QUICK_CHAT_SHORTCUT = "Ctrl+Shift+Space"
 
 
 class Tray(QObject):
@@ -28,19 +45,39 @@ class Tray(QObject):
         quitter: QuitController,
         *,
         dark_panel: bool,
+        active_model: ActiveModel | None = None,
+        open_quick_chat: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self._bridge = bridge
         self._window = window
         self._quitter = quitter
         self._dark_panel = dark_panel
+        self._active_model = active_model or ActiveModel(bridge)
+        self._open_quick_chat = open_quick_chat
         self._told_hidden = False
+        self.confirm_box: QMessageBox | None = None
+        # The last failure of a tray action, in words (also shown as a notification).
+        self.last_problem = ""
         self.menu = QMenu()
         self.menu.aboutToShow.connect(self._on_menu_about_to_show)
-        self.icon = QSystemTrayIcon(self)
+        # Submenus of the instances, made anew at each opening: deleted with the next one.
+        self._instance_menus: list[QMenu] = []
+        self.models_menu = ActiveModelMenu(self._active_model)
+        self.models_menu.chosen.connect(self._choose_model)
+        self.models_menu.engines_requested.connect(lambda: self._show_page("Engines"))
+        self.status = tray_status(bridge.state, bridge.message, bridge.instances)
+        self.icon = QSystemTrayIcon(tray_icon(self.status.state, dark_panel=dark_panel), self)
+        self.icon.setToolTip(self.status.tooltip)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._on_icon_activated)
+        self._poll = QTimer(self)
+        self._poll.setInterval(POLL_PERIOD_MS)
+        self._poll.timeout.connect(bridge.poll_instances_now)
         bridge.state_changed.connect(self._on_bridge_state_changed)
+        bridge.instances_changed.connect(lambda _: self._update_icon())
+        # The state changes before the message is set: the error's words come with this.
+        bridge.disconnected.connect(lambda _: self._update_icon())
         window.hidden_to_tray.connect(self._on_window_hidden_to_tray)
         self._on_bridge_state_changed(bridge.state.value)
         self._on_menu_about_to_show()
@@ -50,30 +87,135 @@ class Tray(QObject):
 
     @property
     def tray_state(self) -> TrayState:
-        state = self._bridge.state
-        if state == ConnectionState.CONNECTED:
-            return TrayState.CONNECTED
-        if state == ConnectionState.DISCONNECTED and self._bridge.message:
-            return TrayState.ERROR
-        return TrayState.IDLE
+        return self.status.state
 
     def _on_bridge_state_changed(self, _value: str) -> None:
-        self.icon.setIcon(tray_icon(self.tray_state, dark_panel=self._dark_panel))
-        tip = f"Roundhouse: {STATE_WORDS[self._bridge.state]}"
-        if self.tray_state == TrayState.ERROR:
-            tip += f"\n{self._bridge.message}"
-        self.icon.setToolTip(tip)
+        if self._bridge.state == ConnectionState.CONNECTED:
+            self._poll.start()
+        else:
+            self._poll.stop()
+        self._update_icon()
+
+    def _update_icon(self) -> None:
+        status = tray_status(self._bridge.state, self._bridge.message, self._bridge.instances)
+        if status.state != self.status.state:
+            self.icon.setIcon(tray_icon(status.state, dark_panel=self._dark_panel))
+        if status.tooltip != self.status.tooltip:
+            self.icon.setToolTip(status.tooltip)
+        self.status = status
+
+    # -- the menu ---------------------------------------------------------------------------
 
     def _on_menu_about_to_show(self) -> None:
         self.menu.clear()
+        connected = self._bridge.state == ConnectionState.CONNECTED
         state = self.menu.addAction(f"Roundhouse: {STATE_WORDS[self._bridge.state]}")
         state.setEnabled(False)
         self.menu.addSeparator()
+        if connected:
+            self._add_instances()
+            self.menu.addMenu(self.models_menu)
+            self.models_menu.fill()
+            self._active_model.refresh()
+            self.menu.addSeparator()
+            quick = self.menu.addAction("Quick chat…", self._on_quick_chat_triggered)
+            quick.setShortcut(QUICK_CHAT_SHORTCUT)
+            quick.setEnabled(self._open_quick_chat is not None)
         self.menu.addAction("Open Roundhouse", self._window.bring_to_front)
         if self._bridge.state == ConnectionState.DISCONNECTED:
             self.menu.addAction("Start the daemon", self._bridge.start_daemon)
         self.menu.addSeparator()
+        if connected:
+            ui = self._bridge.ui_settings
+            self._add_toggle(
+                "Keep serving when windows close", "keep_serving_on_close", ui.keep_serving_on_close
+            )
+            self._add_toggle("Start at login", "start_at_login", ui.start_at_login)
+            self.menu.addSeparator()
         self.menu.addAction("Quit Roundhouse…", self._quitter.request_quit)
+
+    def _add_instances(self) -> None:
+        for old in self._instance_menus:
+            old.deleteLater()
+        self._instance_menus = []
+        instances = self._bridge.instances or []
+        if not instances:
+            self.menu.addAction("No model is being served").setEnabled(False)
+        for info in instances:
+            submenu = self.menu.addMenu(instance_menu_text(info))
+            self._instance_menus.append(submenu)
+            if info.status == InstanceStatus.FAILED:
+                word = "Dismiss"
+            elif is_endpoint(info):
+                word = "Detach"
+            else:
+                word = "Stop"
+            submenu.addAction(word, lambda info=info: self.stop_instance(info))
+
+    def _add_toggle(self, text: str, field: str, checked: bool) -> None:
+        action = self.menu.addAction(text)
+        action.setCheckable(True)
+        action.setChecked(checked)
+        action.toggled.connect(lambda on: self._save_ui(text, field, on))
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def stop_instance(self, info: InstanceInfo) -> None:
+        """Stop it (dismiss a failed one, detach a server); an engine not ours asks first."""
+        if info.origin == InstanceOrigin.EXTERNAL and info.status != InstanceStatus.FAILED:
+            endpoint = is_endpoint(info)
+            self.confirm_box = ask_to_confirm(
+                self._window,
+                title="Detach a server" if endpoint else "Stop an engine Roundhouse did not start",
+                text=f"{'Detach' if endpoint else 'Stop'} {instance_label(info)}?",
+                detail=(
+                    "The server keeps running; Roundhouse forgets it."
+                    if endpoint
+                    else "Roundhouse found this engine running but did not start it: another "
+                    "program or person may rely on it."
+                ),
+                action="Detach" if endpoint else "Stop it",
+                on_confirm=lambda: self._stop(info, force=not endpoint),
+                on_closed=self._forget_confirm_box,
+            )
+            return
+        self._stop(info, force=False)
+
+    def _stop(self, info: InstanceInfo, *, force: bool) -> None:
+        call = self._bridge.stop_instance(info.id, force=force)
+        call.failed.connect(
+            lambda failure: self._tell(f"{instance_label(info)} was not stopped", failure)
+        )
+
+    def _choose_model(self, model_id: str) -> None:
+        self._active_model.choose(model_id).failed.connect(
+            lambda failure: self._tell("The active model was not changed", failure)
+        )
+
+    def _save_ui(self, text: str, field: str, on: bool) -> None:
+        call = patch_settings(self._bridge, f"change “{text}”", with_ui(**{field: on}))
+        call.failed.connect(lambda failure: self._tell(f"“{text}” was not changed", failure))
+
+    def _on_quick_chat_triggered(self) -> None:
+        if self._open_quick_chat is not None:
+            self._open_quick_chat()
+
+    def _show_page(self, title: str) -> None:
+        self._window.show_page(title)
+        self._window.bring_to_front()
+
+    def _tell(self, title: str, failure: Failure) -> None:
+        """A failure of a tray action: a notification, the window may well be hidden."""
+        self.last_problem = f"{title}: {failure}"
+        if self.icon.supportsMessages():
+            self.icon.showMessage(title, str(failure), QSystemTrayIcon.MessageIcon.Warning, 8000)
+        else:
+            self._window.statusBar().showMessage(self.last_problem, 15000)
+
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
+
+    # -- the icon and the window ------------------------------------------------------------
 
     def _on_icon_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         if reason != QSystemTrayIcon.ActivationReason.Trigger:

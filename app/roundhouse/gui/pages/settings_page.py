@@ -1,4 +1,5 @@
-"""The Settings page: the daemon's engine settings (Pythons, leftover engines, load timeout).
+"""The Settings page: the daemon's engine settings (Pythons, leftover engines, load timeout)
+and the gateway's (its own section widget).
 
 The daemon owns the settings and validates them: the page sends the whole Settings it read,
 with the engine part changed, and shows a refusal in words.
@@ -21,14 +22,18 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from roundhouse.api.settings import EngineSettings, LeftoverAction, Settings
+from roundhouse.api.settings import EngineSettings, LeftoverAction, Settings, UiSettings
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.settings_patch import patch_settings
+from roundhouse.gui.widgets.desktop_settings import DesktopSettingsSection
+from roundhouse.gui.widgets.gateway_settings import GatewaySettingsSection
 
 LEFTOVER_WORDS = {
     LeftoverAction.ADOPT: (
@@ -128,6 +133,11 @@ class SettingsPage(QWidget):
         timeout_box.addWidget(timeout_help)
         form.addRow("Loading may take:", timeout_box)
 
+        self.gateway = GatewaySettingsSection(bridge)
+        self.gateway.changed.connect(self._on_form_changed)
+        self.desktop = DesktopSettingsSection()
+        self.desktop.changed.connect(self._on_form_changed)
+
         self.save_button = QPushButton("Save")
         self.save_button.clicked.connect(self.save)
         self.revert_button = QPushButton("Revert")
@@ -146,14 +156,26 @@ class SettingsPage(QWidget):
         buttons.addWidget(self.revert_button)
         buttons.addWidget(self.message, 1)
 
+        # The sections scroll; the heading, the error and Save stay in view.
+        sections = QWidget()
+        sections_layout = QVBoxLayout(sections)
+        sections_layout.setContentsMargins(0, 0, 0, 0)
+        sections_layout.addWidget(engines)
+        sections_layout.addWidget(self.gateway)
+        sections_layout.addWidget(self.desktop)
+        sections_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(sections)
         layout = QVBoxLayout(self)
         layout.addWidget(heading)
-        layout.addWidget(engines)
+        layout.addWidget(scroll, 1)
         layout.addWidget(self.error)
         layout.addLayout(buttons)
-        layout.addStretch(1)
         self._on_leftover_changed()
         bridge.connected.connect(self._on_bridge_connected)
+        bridge.ui_settings_changed.connect(self._on_bridge_ui_settings_changed)
         bridge.state_changed.connect(lambda _: self._update_actions())
         self._update_actions()
 
@@ -175,7 +197,13 @@ class SettingsPage(QWidget):
         return LeftoverAction(self.leftover.currentData() or LeftoverAction.ADOPT)
 
     def changed(self) -> bool:
-        return self.settings is not None and self.form_engines() != self.settings.engines
+        if self.settings is None:
+            return False
+        return (
+            self.form_engines() != self.settings.engines
+            or self.gateway.form() != self.settings.gateway
+            or self.desktop.form(self.settings.ui) != self.settings.ui
+        )
 
     def add_python(self, path: str | None = None) -> None:
         text = (path or self.python_edit.text()).strip()
@@ -206,6 +234,8 @@ class SettingsPage(QWidget):
         index = self.leftover.findData(engines.on_leftover.value)
         self.leftover.setCurrentIndex(max(0, index))
         self.ready_timeout.setValue(round(engines.ready_timeout_s))
+        self.gateway.show_settings(settings.gateway)
+        self.desktop.show_settings(settings.ui)
         self._on_form_changed()
 
     # -- talking to the daemon ----------------------------------------------------------
@@ -223,9 +253,21 @@ class SettingsPage(QWidget):
         if self.settings is None or self._call is not None:
             return
         before = self.settings.engines.python_paths
-        new = self.settings.model_copy(update={"engines": self.form_engines()})
+        engines, gateway = self.form_engines(), self.gateway.form()
+
+        def change(current: Settings) -> Settings:
+            # Onto the settings as they are now, not as this page read them: the tray or
+            # the quick chat may have changed the active model in between.
+            return current.model_copy(
+                update={
+                    "engines": engines,
+                    "gateway": gateway,
+                    "ui": self.desktop.form(current.ui),
+                }
+            )
+
         self._begin("Saving…")
-        self._call = call = self._bridge.settings.put(new)
+        self._call = call = patch_settings(self._bridge, "save the settings", change)
 
         def saved(result: Settings) -> None:
             self.show_settings(result)
@@ -274,6 +316,7 @@ class SettingsPage(QWidget):
         idle = connected and self._call is None
         self.save_button.setEnabled(idle and self.changed())
         self.revert_button.setEnabled(idle)
+        self.gateway.set_connected(connected)
         self.add_button.setEnabled(bool(self.python_edit.text().strip()))
         self.remove_button.setEnabled(bool(self.pythons.selectedItems()))
 
@@ -286,6 +329,16 @@ class SettingsPage(QWidget):
         super().showEvent(event)
         if self.settings is None or not self.changed():
             self.reload()
+
+    def _on_bridge_ui_settings_changed(self, ui: UiSettings) -> None:
+        # The tray flips the desktop switches at once: follow, unless they are being edited.
+        if self.settings is None or self.settings.ui == ui:
+            return
+        editing = self.desktop.form(self.settings.ui) != self.settings.ui
+        self.settings = self.settings.model_copy(update={"ui": ui})
+        if not editing:
+            self.desktop.show_settings(ui)
+        self._update_actions()
 
     def _on_bridge_connected(self) -> None:
         if self.isVisible() and not self.changed():

@@ -1,0 +1,375 @@
+"""The Chat page: conversations kept by the daemon, replies streamed through its gateway.
+
+A conversation is created with its first message. Each reply streams into the transcript
+and is saved when it ends, is stopped or fails; an edit or a regenerate cuts the
+conversation at that message first. While a reply streams, the open conversation stays open.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.chat import (
+    Conversation,
+    ConversationList,
+    ConversationUpdate,
+    Message,
+    NewConversation,
+    NewMessage,
+    Role,
+)
+from roundhouse.api.gateway import GatewayModelList
+from roundhouse.client.chat_stream import history_messages
+from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.daemon_calls import ChatCalls
+from roundhouse.gui.widgets.chat_conversations import ConversationsView
+from roundhouse.gui.widgets.chat_input import ChatInput
+from roundhouse.gui.widgets.chat_message import MessageWidget
+from roundhouse.gui.widgets.chat_reply_stream import ReplyStream
+from roundhouse.gui.widgets.chat_settings import ChatSettingsPanel, ModelPicker
+from roundhouse.gui.widgets.chat_transcript import Transcript
+from roundhouse.gui.widgets.confirm import ask_to_confirm
+
+NO_MODEL = "Choose a model first: start one on the Engines page, or save a preset for it."
+
+
+class ChatPage(QWidget):
+    """The conversation list on the left; the open conversation, its settings and the input."""
+
+    title = "Chat"
+
+    def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._calls = ChatCalls(bridge)
+        self.conversation: Conversation | None = None
+        self.reply: ReplyStream | None = None
+        self._preparing: Call | None = None
+        self._wanted: str | None = None
+        self.confirm_box: QMessageBox | None = None
+
+        self.conversations = ConversationsView()
+        self.conversations.opened.connect(self.open_conversation)
+        self.conversations.new_requested.connect(self.new_chat)
+        self.conversations.rename_requested.connect(self._on_conversations_rename_requested)
+        self.conversations.delete_requested.connect(self._on_conversations_delete_requested)
+
+        heading = QLabel(self.title)
+        heading.setObjectName("pageTitle")
+        self.picker = ModelPicker()
+        self.picker.picked.connect(self._on_picker_picked)
+        self.model_state = QLabel()
+        self.model_state.setObjectName("hint")
+        self.settings_button = QPushButton("Settings")
+        self.settings_button.setCheckable(True)
+        self.settings_button.setToolTip("System prompt, temperature, top_p and max tokens")
+        header = QHBoxLayout()
+        header.addWidget(heading)
+        header.addSpacing(16)
+        header.addWidget(QLabel("Model:"))
+        header.addWidget(self.picker)
+        header.addWidget(self.model_state, 1)
+        header.addWidget(self.settings_button)
+        self.settings = ChatSettingsPanel()
+        self.settings.hide()
+        self.settings.changed.connect(self._on_settings_changed)
+        self.settings_button.toggled.connect(self.settings.setVisible)
+
+        self.transcript = Transcript()
+        self.transcript.regenerate_requested.connect(self.regenerate)
+        self.transcript.retry_requested.connect(self.regenerate)
+        self.transcript.edit_requested.connect(self.edit_and_resend)
+        self.message_label = QLabel()
+        self.message_label.setWordWrap(True)
+        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message_label.hide()
+        self.input = ChatInput()
+        self.input.submitted.connect(self.send)
+        self.send_button = QPushButton("Send")
+        self.send_button.clicked.connect(self.send)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the reply; what came so far is kept")
+        self.stop_button.clicked.connect(self.stop)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        entry = QHBoxLayout()
+        entry.addWidget(self.input, 1)
+        entry.addLayout(buttons)
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addLayout(header)
+        right_layout.addWidget(self.settings)
+        right_layout.addWidget(self.transcript, 1)
+        right_layout.addWidget(self.message_label)
+        right_layout.addLayout(entry)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(self.conversations)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([230, 900])
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+
+        bridge.connected.connect(self._on_bridge_connected)
+        bridge.state_changed.connect(lambda _: self._update_actions())
+        self._update_actions()
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self.reply is not None or self._preparing is not None
+
+    def _update_actions(self) -> None:
+        connected = self._bridge.state == ConnectionState.CONNECTED
+        self.send_button.setEnabled(connected and not self.busy)
+        self.stop_button.setEnabled(self.reply is not None and not self.reply.stopped)
+        self.conversations.set_locked(self.busy)
+        self.transcript.set_busy(self.busy)
+
+    def _say(self, text: str) -> None:
+        self.message_label.setText(text)
+        self.message_label.setVisible(bool(text))
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.refresh()
+
+    def _on_bridge_connected(self) -> None:
+        self.refresh()
+        if self._wanted is not None:
+            self.open_conversation(self._wanted)
+        self._update_actions()
+
+    # -- the list and the models ---------------------------------------------------------
+
+    def refresh(self) -> None:
+        """List the conversations and the models the gateway offers."""
+        if self._bridge.state != ConnectionState.CONNECTED:
+            return
+        listing = self._calls.conversations()
+        listing.succeeded.connect(self._on_listing_succeeded)
+        models = self._calls.models()
+        models.succeeded.connect(self._on_models_succeeded)
+        models.failed.connect(lambda failure: self.model_state.setText(f"Not listed: {failure}"))
+
+    def _on_listing_succeeded(self, listed: ConversationList) -> None:
+        self.conversations.set_conversations(listed.conversations)
+        self.conversations.select(self.conversation.id if self.conversation else None)
+
+    def _on_models_succeeded(self, listed: GatewayModelList) -> None:
+        # What is picked now wins: an answer listed before a pick must not undo it.
+        current = self.picker.current_model() or (
+            self.conversation.model if self.conversation else None
+        )
+        self.picker.set_models(listed, current)
+        self.model_state.setText(self.picker.describe())
+
+    def _on_picker_picked(self, model: str) -> None:
+        self.model_state.setText(self.picker.describe())
+        if self.conversation is not None and model and model != self.conversation.model:
+            self._save(ConversationUpdate(model=model))
+
+    def _on_settings_changed(self) -> None:
+        if self.conversation is not None:
+            system_prompt, params = self.settings.values()
+            self._save(ConversationUpdate(system_prompt=system_prompt, params=params))
+
+    def _save(self, update: ConversationUpdate) -> None:
+        assert self.conversation is not None
+        call = self._calls.update(self.conversation.id, update)
+        call.succeeded.connect(self._on_saved)
+        call.failed.connect(lambda failure: self._say(f"Not saved: {failure}"))
+
+    def _on_saved(self, conversation: Conversation) -> None:
+        if self.conversation is not None and conversation.id == self.conversation.id:
+            # Keep the messages shown: an update answers with the whole conversation anyway.
+            self.conversation = conversation
+
+    # -- opening, renaming, deleting -----------------------------------------------------
+
+    def new_chat(self) -> None:
+        if self.busy:
+            return
+        self.conversation = None
+        self._wanted = None
+        self.transcript.clear()
+        self.conversations.select(None)
+        self._say("")
+        self.input.setFocus()
+
+    def open_conversation(self, conversation_id: str) -> None:
+        """Show a conversation and its messages (once connected, or the reply ended, if not)."""
+        self._wanted = conversation_id
+        if self.busy:
+            self._say("It opens when this reply ends.")
+            return
+        if self._bridge.state != ConnectionState.CONNECTED:
+            return
+        call = self._calls.conversation(conversation_id)
+        call.succeeded.connect(self._show_conversation)
+        call.failed.connect(lambda failure: self._say(f"Not opened: {failure}"))
+
+    def _show_conversation(self, conversation: Conversation) -> None:
+        if self.busy or self._wanted != conversation.id:
+            return  # another one was asked for since
+        self._wanted = None
+        self.conversation = conversation
+        self.transcript.set_messages(conversation.messages)
+        self.settings.set_values(conversation.system_prompt, conversation.params)
+        if conversation.model:
+            self.picker.set_model(conversation.model)
+            self.model_state.setText(self.picker.describe())
+        self.conversations.select(conversation.id)
+        self._say("")
+
+    def _on_conversations_rename_requested(self, conversation_id: str, title: str) -> None:
+        call = self._calls.update(conversation_id, ConversationUpdate(title=title))
+        call.succeeded.connect(self._on_renamed)
+        call.failed.connect(lambda failure: self._say(f"Not renamed: {failure}"))
+        call.failed.connect(lambda _: self.refresh())
+
+    def _on_renamed(self, conversation: Conversation) -> None:
+        self.conversations.set_title(conversation.id, conversation.title)
+        self._on_saved(conversation)
+
+    def _on_conversations_delete_requested(self, conversation_id: str) -> None:
+        title = dict(zip(self.conversations.ids(), self.conversations.titles(), strict=True))
+        name = title.get(conversation_id, "this conversation")
+
+        def delete() -> None:
+            call = self._calls.delete(conversation_id)
+            call.succeeded.connect(lambda _: self._on_deleted(conversation_id))
+            call.failed.connect(lambda failure: self._say(f"Not deleted: {failure}"))
+
+        self.confirm_box = ask_to_confirm(
+            self.window(),
+            title="Delete a conversation",
+            text=f"Delete “{name}”?",
+            detail="Its messages are removed for good.",
+            action="Delete",
+            on_confirm=delete,
+            on_closed=self._forget_confirm_box,
+        )
+
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
+
+    def _on_deleted(self, conversation_id: str) -> None:
+        if self.conversation is not None and self.conversation.id == conversation_id:
+            self.new_chat()
+        self.refresh()
+
+    # -- sending, replies ---------------------------------------------------------------
+
+    def send(self) -> None:
+        """Send what the input holds: a new conversation starts with it."""
+        if self.busy or self._bridge.state != ConnectionState.CONNECTED:
+            return
+        if not self.picker.current_model():
+            self._say(NO_MODEL)
+            return
+        text = self.input.take_text()
+        if not text:
+            return
+        user = NewMessage(role=Role.USER, content=text)
+        if self.conversation is None:
+            system_prompt, params = self.settings.values()
+            new = NewConversation(
+                model=self.picker.current_model(), system_prompt=system_prompt, params=params
+            )
+            call = self._calls.prepare(None, new=new, user=user)
+        else:
+            self.settings.flush()
+            call = self._calls.prepare(self.conversation.id, user=user)
+        self._begin(call, cut=None, restore=text)
+
+    def regenerate(self, widget: MessageWidget) -> None:
+        """Ask for the last reply again (Regenerate, or Retry after a failure)."""
+        if self.busy or self.conversation is None:
+            return
+        if widget.message is None:
+            # A failed reply that was never saved: nothing to cut in the store.
+            self.transcript.remove_from(widget)
+            self._start_reply(self.conversation)
+            return
+        call = self._calls.prepare(self.conversation.id, delete_from=widget.message.id)
+        self._begin(call, cut=widget, restore=None)
+
+    def edit_and_resend(self, widget: MessageWidget, text: str) -> None:
+        if self.busy or self.conversation is None or widget.message is None:
+            return
+        user = NewMessage(role=Role.USER, content=text)
+        call = self._calls.prepare(self.conversation.id, delete_from=widget.message.id, user=user)
+        self._begin(call, cut=widget, restore=text)
+
+    def stop(self) -> None:
+        if self.reply is not None:
+            self.reply.stop()
+            self._update_actions()
+
+    def _begin(self, call: Call, *, cut: MessageWidget | None, restore: str | None) -> None:
+        self._preparing = call
+        self._say("")
+        self._update_actions()
+
+        def prepared(conversation: Conversation) -> None:
+            self._preparing = None
+            first = self.conversation is None
+            self.conversation = conversation
+            if cut is not None:
+                self.transcript.remove_from(cut)
+            last: Message | None = conversation.messages[-1] if conversation.messages else None
+            if last is not None and last.role == Role.USER and restore is not None:
+                self.transcript.add_message(last)
+            if first:
+                self.refresh()
+            self._start_reply(conversation)
+
+        def failed(failure: Failure) -> None:
+            self._preparing = None
+            self._say(f"Not sent: {failure}")
+            if restore is not None and not self.input.toPlainText().strip():
+                self.input.setPlainText(restore)  # the user's words are not lost
+            self._update_actions()
+
+        call.succeeded.connect(prepared)
+        call.failed.connect(failed)
+
+    def _start_reply(self, conversation: Conversation) -> None:
+        system_prompt, params = self.settings.values()
+        history = history_messages(system_prompt, conversation.messages)
+        self.reply = ReplyStream(
+            self._calls,
+            self.transcript,
+            conversation.id,
+            self.picker.current_model(),
+            history,
+            params,
+        )
+        self.reply.finished.connect(self._on_reply_finished)
+        self._update_actions()
+
+    def _on_reply_finished(self, _message: Message | None) -> None:
+        self.reply = None
+        self._update_actions()
+        self.refresh()
+        wanted = self._wanted
+        if wanted is not None and (self.conversation is None or wanted != self.conversation.id):
+            self.open_conversation(wanted)

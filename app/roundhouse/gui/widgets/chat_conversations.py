@@ -1,0 +1,148 @@
+"""The list of conversations, newest first: open one, start a new one, rename, delete."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.chat import ConversationSummary
+
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+def _when(t: float, now: float) -> str:
+    if now - t < 86_400:
+        return time.strftime("%H:%M", time.localtime(t))
+    return time.strftime("%d %b %Y", time.localtime(t))
+
+
+class ConversationsView(QWidget):
+    """Rename edits the title in place; signals carry the conversation's id."""
+
+    opened = Signal(str)
+    new_requested = Signal()
+    rename_requested = Signal(str, str)  # id, new title
+    delete_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.new_button = QPushButton("New chat")
+        self.new_button.clicked.connect(self.new_requested)
+        self.list = QListWidget()
+        self.list.setObjectName("conversations")
+        self.list.setEditTriggers(QListWidget.EditTrigger.EditKeyPressed)
+        self.list.itemClicked.connect(self._on_list_item_clicked)
+        self.list.itemActivated.connect(self._on_list_item_clicked)
+        self.list.itemChanged.connect(self._on_list_item_changed)
+        self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.rename_button = QPushButton("Rename")
+        self.rename_button.clicked.connect(self.rename_current)
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.clicked.connect(self._on_delete_clicked)
+        actions = QHBoxLayout()
+        actions.addWidget(self.rename_button)
+        actions.addWidget(self.delete_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.list, 1)
+        layout.addLayout(actions)
+        self._titles: dict[str, str] = {}
+        self._locked = False
+        self._update_buttons()
+
+    def set_conversations(self, summaries: Iterable[ConversationSummary]) -> None:
+        """Show these (the daemon's order: most recently updated first), keeping the choice."""
+        current = self.current_id()
+        self.list.blockSignals(True)
+        self.list.clear()
+        self._titles = {}
+        now = time.time()
+        for summary in summaries:
+            item = QListWidgetItem(summary.title)
+            item.setData(ID_ROLE, summary.id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+            count = summary.message_count
+            messages = "1 message" if count == 1 else f"{count} messages"
+            item.setToolTip(f"{summary.title}\n{_when(summary.updated_at, now)} · {messages}")
+            self._titles[summary.id] = summary.title
+            self.list.addItem(item)
+        self.list.blockSignals(False)
+        self.select(current)
+
+    def ids(self) -> list[str]:
+        return [self.list.item(row).data(ID_ROLE) for row in range(self.list.count())]
+
+    def titles(self) -> list[str]:
+        return [self.list.item(row).text() for row in range(self.list.count())]
+
+    def current_id(self) -> str | None:
+        item = self.list.currentItem()
+        return item.data(ID_ROLE) if item is not None and item.isSelected() else None
+
+    def select(self, conversation_id: str | None) -> None:
+        """Mark the open conversation (None: none, a new chat not yet sent)."""
+        self.list.blockSignals(True)
+        self.list.clearSelection()
+        self.list.setCurrentRow(-1)
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            if item.data(ID_ROLE) == conversation_id:
+                self.list.setCurrentItem(item)
+                item.setSelected(True)
+        self.list.blockSignals(False)
+        self._update_buttons()
+
+    def set_title(self, conversation_id: str, title: str) -> None:
+        self._titles[conversation_id] = title
+        self.list.blockSignals(True)
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            if item.data(ID_ROLE) == conversation_id:
+                item.setText(title)
+        self.list.blockSignals(False)
+
+    def rename_current(self) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            self.list.editItem(item)
+
+    def set_locked(self, locked: bool) -> None:
+        """While a reply streams the open conversation stays open."""
+        self.list.setEnabled(not locked)
+        self.new_button.setEnabled(not locked)
+        self._locked = locked
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        chosen = self.current_id() is not None and not self._locked
+        self.rename_button.setEnabled(chosen)
+        self.delete_button.setEnabled(chosen)
+
+    def _on_list_item_clicked(self, item: QListWidgetItem) -> None:
+        self._update_buttons()
+        self.opened.emit(item.data(ID_ROLE))
+
+    def _on_list_item_changed(self, item: QListWidgetItem) -> None:
+        conversation_id = item.data(ID_ROLE)
+        old = self._titles.get(conversation_id, "")
+        title = " ".join(item.text().split())
+        if not title or title == old:
+            self.set_title(conversation_id, old)
+            return
+        self.rename_requested.emit(conversation_id, title)
+
+    def _on_delete_clicked(self) -> None:
+        conversation_id = self.current_id()
+        if conversation_id is not None:
+            self.delete_requested.emit(conversation_id)
