@@ -25,4 +25,8 @@ def configure_logging(log_dir: Path, name: str, *, level: int = logging.INFO) ->
             root.removeHandler(old)
             old.close()
     root.addHandler(handler)
+    # httpx and httpcore log every request they make at INFO/DEBUG: the gateway makes one
+    # per relayed request, health probes one every few seconds. Their warnings still count.
+    for chatty in ("httpx", "httpcore"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     return path

@@ -10,7 +10,9 @@ from roundhouse.server.security import token_matches
 from roundhouse.server.services import DaemonServices
 
 
-def get_services(request: Request) -> DaemonServices:
+async def get_services(request: Request) -> DaemonServices:
+    # async, like every dependency here: FastAPI runs a plain `def` in its thread pool, a
+    # thread hop per request for what is one attribute read.
     services: DaemonServices = request.app.state.services
     return services
 
@@ -18,7 +20,7 @@ def get_services(request: Request) -> DaemonServices:
 Services = Annotated[DaemonServices, Depends(get_services)]
 
 
-def require_token(request: Request, services: Services) -> None:
+async def require_token(request: Request, services: Services) -> None:
     if not token_matches(request.headers.get("authorization"), services.token):
         raise HTTPException(
             status_code=401,
