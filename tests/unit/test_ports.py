@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 
 import pytest
 
@@ -30,3 +32,19 @@ def test_taken_port_names_its_owner() -> None:
             assert str(owner.pid) in str(info.value)
     finally:
         holder.close()
+
+
+def test_a_privileged_port_is_named_as_such_not_as_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if os.name == "nt":
+        pytest.skip("Windows answers EACCES for a port held exclusively: that one is taken")
+
+    def refuse(self: socket.socket, address: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(socket.socket, "bind", refuse)
+    with pytest.raises(PortInUseError) as caught:
+        bind_listener("0.0.0.0", 80)
+    assert caught.value.privileged
+    assert "administrator rights" in str(caught.value) and "1024" in str(caught.value)

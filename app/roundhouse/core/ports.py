@@ -20,9 +20,20 @@ class PortOwner:
 
 
 class PortInUseError(OSError):
-    def __init__(self, host: str, port: int, owner: PortOwner | None) -> None:
+    """The port cannot be had: taken by another process, or privileged (`privileged`)."""
+
+    def __init__(
+        self, host: str, port: int, owner: PortOwner | None, *, privileged: bool = False
+    ) -> None:
         who = f" by {owner}" if owner else ""
-        super().__init__(errno.EADDRINUSE, f"Port {port} on {host} is already taken{who}.")
+        message = f"Port {port} on {host} is already taken{who}."
+        if privileged:
+            message = (
+                f"Port {port} on {host} needs administrator rights (ports below 1024 are "
+                "privileged on this system): pick a port from 1024 up."
+            )
+        super().__init__(errno.EADDRINUSE, message)
+        self.privileged = privileged
         self.host = host
         self.port = port
         self.owner = owner
@@ -61,7 +72,13 @@ def bind_listener(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.EADDRINUSE, errno.EACCES, getattr(errno, "WSAEADDRINUSE", -1)):
-            raise PortInUseError(host, port, port_owner(port)) from exc
+            owner = port_owner(port)
+            # EACCES on POSIX is a privileged port; on Windows it is a port another process
+            # holds exclusively, which is "taken".
+            privileged = (
+                exc.errno == errno.EACCES and os.name != "nt" and port < 1024 and owner is None
+            )
+            raise PortInUseError(host, port, owner, privileged=privileged) from exc
         raise
     sock.listen(128)
     return sock
