@@ -162,3 +162,50 @@ def test_a_foreign_host_is_refused(served: Served) -> None:
             trust_env=False,
         )
         assert reply.status_code == 403, (path, reply.text)
+
+
+def test_embeddings_route_to_an_embedding_instance(served: Served, tiny_gguf: Path) -> None:
+    """A second instance, started for embeddings under its own name, answers /v1/embeddings
+    through the same address while the chat instance keeps answering chat."""
+
+    async def start() -> InstanceInfo:
+        async with DaemonClient(served.daemon.url, served.daemon.token) as client:
+            started = await client.start_instance(
+                StartRequest(
+                    engine=EngineId.LLAMA_CPP,
+                    options=InstanceOptions(
+                        model=str(tiny_gguf),
+                        ctx_size=512,
+                        served_name="tiny-embed",
+                        # The tiny model declares no pooling; OpenAI-style embeddings need one.
+                        extra_args=("--embeddings", "--pooling", "mean"),
+                    ),
+                )
+            )
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            info = started
+            while time.monotonic() < deadline:
+                info = await client.instance(started.id)
+                if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
+                    break
+                await asyncio.sleep(0.1)
+            assert info.status == InstanceStatus.READY, info
+            return info
+
+    embedder = asyncio.run(start())
+    try:
+        reply = served.client.embeddings.create(model="tiny-embed", input=["hello", "world"])
+        assert len(reply.data) == 2
+        assert len(reply.data[0].embedding) > 0
+        assert reply.data[0].embedding != reply.data[1].embedding
+        chat = served.client.chat.completions.create(
+            model=served.model, messages=MESSAGES, max_tokens=4
+        )
+        assert chat.choices[0].message.content is not None
+    finally:
+
+        async def stop() -> None:
+            async with DaemonClient(served.daemon.url, served.daemon.token) as client:
+                await client.stop_instance(embedder.id)
+
+        asyncio.run(stop())
