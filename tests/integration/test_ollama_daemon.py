@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from roundhouse.api.engines import EngineId
@@ -104,3 +105,29 @@ def test_ollama_from_the_cli(attached: tuple[DaemonProcess, OllamaStandin]) -> N
     missing = run("show", "tiny")
     assert missing.returncode == 1 and "pull" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_a_model_pulled_after_the_daemon_started_is_served_by_the_gateway(
+    attached: tuple[DaemonProcess, OllamaStandin],
+) -> None:
+    """Ollama serves a model as soon as it is pulled, with no scan asked for: a request
+    naming it, and the gateway's listing, look at the engines running without us again."""
+    daemon, _standin = attached
+
+    async def main() -> None:
+        async with DaemonClient(daemon.url, daemon.token) as client:
+            # The daemon found Ollama at start, serving nothing.
+            await client.scan_instances()
+            steps = [step async for step in client.ollama_pull("tiny")]
+            assert steps[-1].status == "success"
+            async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
+                reply = await http.post(
+                    f"{daemon.url}/v1/chat/completions",
+                    json={"model": "tiny", "messages": [{"role": "user", "content": "hi"}]},
+                )
+                assert reply.status_code == 200, reply.text
+                assert reply.headers["x-roundhouse-engine"] == "ollama"
+            listed = {m.id for m in (await client.gateway_models()).models}
+            assert "tiny:latest" in listed or "tiny" in listed, listed
+
+    asyncio.run(main())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -39,6 +40,11 @@ log = logging.getLogger(__name__)
 MAX_STARTS_PER_REQUEST = 2
 
 
+# A request for an unknown model looks again at most this often; a listing, less often.
+EXTERNALS_MAX_AGE_ON_MISS_S = 2.0
+EXTERNALS_MAX_AGE_ON_LIST_S = 15.0
+
+
 class Gateway:
     """Routes a model name to an instance, starting one just in time when the library can;
     admits requests through each instance's queue; unloads what it started once idle."""
@@ -63,6 +69,23 @@ class Gateway:
         self._reaper: asyncio.Task[None] | None = None
         # Keys of added endpoints, read from the keyring once rather than per request.
         self._keys: dict[str, str | None] = {}
+        # When engines running without us were last looked at again (monotonic seconds);
+        # never, so far: the daemon's scan at start may be older than what is asked now.
+        self._externals_at = -math.inf
+
+    async def refresh_externals(self, max_age_s: float) -> bool:
+        """Look again at engines running without us, at most once per `max_age_s`: what they
+        serve changes behind our back (a model pulled into Ollama is served at once), and a
+        scan on demand costs nothing while nobody asks. True when it looked."""
+        now = time.monotonic()
+        if now - self._externals_at < max_age_s:
+            return False
+        self._externals_at = now
+        try:
+            await self.instances.scan_external()
+        except Exception:
+            log.exception("Looking again at engines running without Roundhouse failed")
+        return True
 
     # -- what it serves -------------------------------------------------------------------
 
@@ -112,6 +135,7 @@ class Gateway:
     async def _resolve(self, model: str, deadline: float, *, jit: bool, limit: int | None) -> Route:
         starts = 0
         started: InstanceInfo | None = None
+        rescanned = False
         while True:
             instances = self.instances.all(memory=False)
             try:
@@ -121,6 +145,11 @@ class Gateway:
                     raise
                 await self._wait_coming(model, instances, deadline, exc, limit)
             except ModelNotFound:
+                if not rescanned and started is None:
+                    rescanned = True
+                    # Perhaps an engine running without us serves it since we last looked.
+                    if await self.refresh_externals(EXTERNALS_MAX_AGE_ON_MISS_S):
+                        continue
                 if not jit:
                     raise
                 startable = find(self.library(), model)

@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
-from roundhouse.core.gateway.gateway import Gateway
+from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.gateway.scheduler import Lease
 from roundhouse.core.gateway.sse import relay
@@ -57,8 +57,10 @@ def install_gateway(app: FastAPI) -> None:
 async def list_models(services: Services) -> dict[str, Any]:
     """Every model running instances serve and every model Roundhouse can start, in
     OpenAI's list shape; `roundhouse` says its state, engine and instance."""
+    gateway = services.gateway()
+    await gateway.refresh_externals(EXTERNALS_MAX_AGE_ON_LIST_S)
     data = []
-    for listed in services.gateway().listed():
+    for listed in gateway.listed():
         model, info = listed.model, listed.instance
         data.append(
             {

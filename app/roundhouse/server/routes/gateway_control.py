@@ -8,6 +8,7 @@ from roundhouse.api.gateway import GatewayModelList, GatewayUsage, ServeRequest
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.gateway.errors import GatewayError
+from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S
 from roundhouse.server.deps import Services
 
 router = APIRouter(prefix="/gateway", tags=["gateway"])
@@ -29,7 +30,9 @@ class _GatewayProblem(RoundhouseError):
 @router.get("/models", response_model=GatewayModelList)
 async def gateway_models(services: Services) -> GatewayModelList:
     """Models running instances serve, those loading, and those a preset can start."""
-    return services.gateway().model_list()
+    gateway = services.gateway()
+    await gateway.refresh_externals(EXTERNALS_MAX_AGE_ON_LIST_S)
+    return gateway.model_list()
 
 
 @router.get("/usage", response_model=GatewayUsage)
