@@ -20,11 +20,12 @@ MAX_NAMED = 5
 
 
 def instance_label(info: InstanceInfo) -> str:
-    """'tiny.gguf — llama.cpp'; an attached server by the name the user gave it."""
+    """'tiny.gguf — llama.cpp'; an attached server by the name the user gave it; an engine
+    of many models (Ollama) by its name alone."""
     engine = info.engine.value
     if info.name and info.name != engine:
         engine = f"{engine}: {info.name}"
-    return f"{model_name(info.model)} — {engine}"
+    return f"{model_name(info.model)} — {engine}" if info.model else engine
 
 
 def instance_menu_text(info: InstanceInfo) -> str:

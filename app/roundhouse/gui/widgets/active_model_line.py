@@ -28,7 +28,9 @@ class ActiveModelLine(QWidget):
         self.label.setWordWrap(True)
         self.label.linkActivated.connect(lambda _: self.chat_page_requested.emit())
         self.button = QToolButton()
-        self.button.setText("Model")
+        # The words say "Model ▾"; the style's own indicator would sit in the text's corner.
+        self.button.setText("Model ▾")
+        self.button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
         self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.menu = ActiveModelMenu(active_model, self.button)
         self.menu.aboutToShow.connect(self.menu.fill)
