@@ -106,7 +106,7 @@ def test_quick_chat_from_the_tray_action(
         paints = window.reply.renders - renders_before
         assert paints <= 2 + took_ms / REPAINT_MS + 1, (paints, len(pieces))
         shown = window.reply.shown_text()
-        assert shown.startswith("> Say hello") and turn.reply.strip() in shown
+        assert shown.startswith("**You:** Say hello") and turn.reply.strip() in shown
 
         # Stop, while the reply is on its way (the tiny model writes too fast to catch it
         # mid-stream: the request has gone out, nothing has come back yet).

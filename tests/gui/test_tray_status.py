@@ -77,7 +77,9 @@ def test_the_exchange_moves_whole_with_stopped_and_failed_replies() -> None:
         {"role": "assistant", "content": "Hello!"},
         {"role": "user", "content": "More"},
     ]
-    assert exchange.markdown().startswith("> Hi\n> there\n\nHello!\n\n> More\n\n*Stopped.*")
+    assert exchange.markdown().startswith(
+        "**You:** Hi  \nthere\n\nHello!\n\n**You:** More\n\n*Stopped.*"
+    )
     new = exchange.conversation("tiny")
     assert new.model == "tiny" and new.title is None
     assert [(m.role, m.content) for m in new.messages] == [
@@ -92,3 +94,16 @@ def test_the_exchange_moves_whole_with_stopped_and_failed_replies() -> None:
     assert new.messages[5].stats is not None
     assert new.messages[5].stats.error == "The gateway answered 503."
     assert third.outcome() == "The reply failed." and second.outcome() == "Stopped."
+
+
+def test_a_prompt_is_shown_as_typed_not_as_markdown() -> None:
+    exchange = Exchange()
+    exchange.ask("*not bold* and `not code` <b>")
+    shown = exchange.markdown()
+    assert shown.startswith("**You:** \\*not bold\\* and \\`not code\\` \\<b\\>")
+
+
+def test_an_engine_without_one_model_is_named_by_its_engine() -> None:
+    ollama = _info(1, InstanceStatus.READY, engine=EngineId.OLLAMA, model=None)
+    assert instance_menu_text(ollama).startswith("ollama")
+    assert "—" not in instance_menu_text(ollama).split(",")[0]

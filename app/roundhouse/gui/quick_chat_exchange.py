@@ -60,12 +60,12 @@ class Exchange:
         return out
 
     def markdown(self) -> str:
-        """The exchange as one Markdown text: each prompt quoted, then its reply."""
+        """The exchange as one Markdown text: each prompt in bold after "You:", then its
+        reply. (Not a Markdown quote: Qt draws a quote as a bare 40 px indent.)"""
         parts: list[str] = []
         for turn in self.turns:
-            parts.append(
-                "\n".join(f"> {line}" if line else ">" for line in turn.prompt.split("\n"))
-            )
+            lines = [line.strip() for line in turn.prompt.split("\n") if line.strip()]
+            parts.append("**You:** " + "  \n".join(_escape(line) for line in lines))
             if turn.reply:
                 parts.append(turn.reply)
             elif turn.reasoning and not turn.error and turn.stats is None:
@@ -113,3 +113,11 @@ async def reply_events(
                 yield event
     except ChatFailed as failed:
         yield failed
+
+
+def _escape(line: str) -> str:
+    """A prompt shown as typed: Markdown's own characters in it are not markup."""
+    return "".join(f"\\{c}" if c in _MARKDOWN_SPECIALS else c for c in line)
+
+
+_MARKDOWN_SPECIALS = frozenset("\\`*_{}[]()#+-.!|<>~")
