@@ -24,6 +24,9 @@ def create_app(services: DaemonServices) -> FastAPI:
     )
     app.state.services = services
     install_problem_handlers(app)
+    # The OpenAI-compatible gateway, outside /api/v1: open on loopback until a key is set.
+    # Mounted first: routes are tried in order, and its requests are the hot path.
+    install_gateway(app)
 
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(require_token)])
     api.include_router(daemon.router)
@@ -36,8 +39,6 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(gateway_admin_router)
     api.include_router(gateway_control_router)
     app.include_router(api)
-    # The OpenAI-compatible gateway, outside /api/v1: open on loopback until a key is set.
-    install_gateway(app)
 
     # Inner first. /v1 needs the gateway key once one is set; the daemon's token, which the
     # app and the CLI hold, works too. CORS before the key, so a preflight needs none.

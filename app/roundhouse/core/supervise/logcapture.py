@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,21 +36,31 @@ class LogCapture:
         self._handler = logging.handlers.RotatingFileHandler(
             path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
         )
-        self._handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        # Lines come stamped already (`_stamped`): one record carries a whole burst.
+        self._handler.setFormatter(logging.Formatter("%(message)s"))
         self._closed = False
         # Lines ever added: the sequence number of the newest line, for followers.
         self._count = 0
 
     def add(self, line: str) -> None:
-        for secret in self._secrets:
-            line = line.replace(secret, "***")
+        self.add_lines([line])
+
+    def add_lines(self, lines: list[str]) -> None:
+        """Keep and write lines that came together: one write and one flush for them all
+        (an engine writes several lines per request; the gateway's loop shares the GIL)."""
+        if self._secrets:
+            for secret in self._secrets:
+                lines = [line.replace(secret, "***") for line in lines]
+        if not lines:
+            return
         with self._lock:
             if self._closed:
                 return
-            self._ring.append(line)
-            self._count += 1
+            self._ring.extend(lines)
+            self._count += len(lines)
             # A record without args is written as-is: a % in engine output is no format.
-            self._handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+            record = logging.makeLogRecord({"msg": _stamped(lines), "levelno": logging.INFO})
+            self._handler.handle(record)
 
     def tail(self, lines: int = 20) -> tuple[str, ...]:
         with self._lock:
@@ -71,10 +82,22 @@ class LogCapture:
             return self._count
 
     def pump(self, stream: IO[bytes]) -> None:
-        """Read `stream` to its end (blocking: run it in a thread), one line at a time."""
+        """Read `stream` to its end (blocking: run it in a thread), taking whatever lines
+        have arrived at each read together."""
+        read = getattr(stream, "read1", stream.read)
+        pending = b""
         try:
-            for raw in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
-                self.add(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            while chunk := read(READ_BYTES):
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                while len(pending) > MAX_LINE_BYTES:
+                    # A line without end this long is cut, as readline(limit) would.
+                    complete.append(pending[:MAX_LINE_BYTES])
+                    pending = pending[MAX_LINE_BYTES:]
+                if complete:
+                    self.add_lines([_decoded(raw) for raw in complete])
+            if pending:
+                self.add_lines([_decoded(pending)])
         finally:
             stream.close()
 
@@ -82,3 +105,20 @@ class LogCapture:
         with self._lock:
             self._closed = True
             self._handler.close()
+
+
+# What one read asks for: a burst of lines at once, never more than a pipe holds.
+READ_BYTES = 64 * 1024
+
+
+def _decoded(raw: bytes) -> str:
+    if len(raw) > MAX_LINE_BYTES:
+        raw = raw[:MAX_LINE_BYTES]
+    return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _stamped(lines: list[str]) -> str:
+    """Each line after the time it was read, in the logging module's default format."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now % 1 * 1000):03d}"
+    return "\n".join(f"{stamp} {line}" for line in lines)
