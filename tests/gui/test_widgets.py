@@ -9,6 +9,7 @@ from pathlib import Path
 
 import qasync
 from PySide6.QtCore import QObject, QPointF, Signal
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from roundhouse.api.hardware import (
@@ -209,3 +210,23 @@ def test_a_follow_cancelled_before_it_ran_still_ends(
     qloop.run_until_complete(settle())
     assert ends == ["cancelled"]
     assert follow.done
+
+
+def test_a_call_made_after_the_loop_ended_answers_not_connected(
+    qapp: QApplication, home_root: Path
+) -> None:
+    """A widget's timer may fire after the asyncio loop is gone (the app closing): the call
+    answers from Qt's loop instead of raising inside a Qt slot."""
+    from PySide6.QtCore import QCoreApplication
+
+    from roundhouse.base.paths import resolve_home
+    from roundhouse.gui.daemon_bridge import DaemonBridge
+
+    asyncio.set_event_loop(None)
+    bridge = DaemonBridge(resolve_home(home_root), auto_start=False)
+    call = bridge.call("read something", lambda client: client.status())  # type: ignore[arg-type, return-value]
+    failures: list[object] = []
+    call.failed.connect(failures.append)
+    for _ in range(5):
+        QCoreApplication.processEvents()
+    assert len(failures) == 1

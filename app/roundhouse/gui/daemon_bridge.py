@@ -9,7 +9,7 @@ import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from roundhouse.api.daemon import DaemonStatus
 from roundhouse.api.engines import EnginesOverview
@@ -414,7 +414,10 @@ class DaemonBridge(QObject):
                 raise
             follow.end()
 
-        task = self._spawn(run())
+        task = self._try_spawn(run())
+        if task is None:
+            QTimer.singleShot(0, lambda: follow.fail(NOT_CONNECTED))
+            return follow
         # Cancelled before it first ran, `run` never sees the cancellation: the follower
         # still hears that it ended (ends come once, so this is a no-op otherwise).
         task.add_done_callback(lambda t: follow.mark_cancelled() if t.cancelled() else None)
@@ -447,7 +450,8 @@ class DaemonBridge(QObject):
                 on_success(result)
             call.succeed(result)
 
-        self._spawn(run())
+        if self._try_spawn(run()) is None:
+            QTimer.singleShot(0, lambda: call.fail(NOT_CONNECTED))
         return call
 
     def _put_instance(self, info: InstanceInfo) -> None:
@@ -513,6 +517,16 @@ class DaemonBridge(QObject):
         if changed:
             self._last_message = message
             self.disconnected.emit(message)
+
+    def _try_spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
+        """Like `_spawn`, but None when no asyncio loop runs any more (the app is closing; a
+        widget's timer fired after its loop ended): the request is dropped, and its Call
+        answers "not connected" from Qt's own loop, which still runs."""
+        try:
+            return self._spawn(coro)
+        except RuntimeError:
+            coro.close()
+            return None
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
