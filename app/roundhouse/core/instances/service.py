@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
 import time
 from collections import deque
@@ -479,8 +480,11 @@ class InstanceService:
             for old in [e for e in self._entries.values() if e.origin == InstanceOrigin.EXTERNAL]:
                 if old.status != InstanceStatus.STOPPING:
                     self._entries.pop(old.id, None)
+            # Ours again, now: an instance may have been spawned while the scan ran (a
+            # just-in-time start), and one spawned but not yet recorded is still our child.
+            ours = frozenset(self.running_pids())
             for engine in found:
-                if engine.pid is not None and engine.pid in ours:
+                if engine.pid is not None and (engine.pid in ours or _is_our_child(engine.pid)):
                     continue
                 self._add_external(engine)
             for saved, engine in endpoints:
@@ -654,6 +658,15 @@ def _on_spawn(entry: _Entry, process: EngineProcess) -> None:
     entry.generation += 1
     entry.pid = process.pid
     entry.log_path = str(process.log.path)
+
+
+def _is_our_child(pid: int) -> bool:
+    """Whether `pid` descends from this daemon: then we started it, whatever our records
+    say yet."""
+    try:
+        return any(parent.pid == os.getpid() for parent in psutil.Process(pid).parents())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
 
 
 def _free_port(host: str) -> int:
