@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Callable
 
-import httpx
+import aiohttp
 
 from roundhouse.api.external import AttachSource
 from roundhouse.api.gateway import GatewayModelList
@@ -30,7 +30,14 @@ from roundhouse.core.gateway.listing import Listed, list_models
 from roundhouse.core.gateway.residency import expired
 from roundhouse.core.gateway.router import COMING, Route, by_preference, names_of, route
 from roundhouse.core.gateway.scheduler import Lease, Scheduler
-from roundhouse.core.gateway.upstream import Upstream
+from roundhouse.core.gateway.upstream import (
+    HEADERS_TIMEOUT_S,
+    REQUEST_HEADERS,
+    STALE_CONNECTION,
+    UPSTREAM_ERRORS,
+    Upstream,
+    UpstreamReply,
+)
 from roundhouse.core.gateway.usage import UsageCounter
 from roundhouse.core.instances.service import InstanceService
 
@@ -268,6 +275,7 @@ class Gateway:
 
     async def _headers(self, info: InstanceInfo, stream: bool) -> dict[str, str]:
         headers = {
+            **REQUEST_HEADERS,
             "content-type": "application/json",
             "accept": "text/event-stream" if stream else "application/json",
         }
@@ -279,29 +287,30 @@ class Gateway:
                 headers["authorization"] = f"Bearer {key}"
         return headers
 
-    async def open(self, target: Route, path: str, body: bytes, *, stream: bool) -> httpx.Response:
+    async def open(self, target: Route, path: str, body: bytes, *, stream: bool) -> UpstreamReply:
         """Send `body` to the instance's `/v1/<path>`; the caller reads and closes the reply."""
         info = target.instance
         client = self.upstream.client_for(info)
-        request = client.build_request(
-            "POST",
-            f"{info.base_url.rstrip('/')}/{path}",
-            content=body,
-            headers=await self._headers(info, stream),
-        )
+        url = f"{info.base_url.rstrip('/')}/{path}"
+        headers = await self._headers(info, stream)
         try:
-            try:
-                return await client.send(request, stream=True)
-            except (httpx.RemoteProtocolError, httpx.WriteError):
-                # A kept-alive connection the engine closed as it was reused (cpp-httplib
-                # ends one after a few requests): nothing was answered, so it is sent once
-                # more, on a fresh connection, as browsers and urllib3 do.
-                return await client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            # Bounds the send (see HEADERS_TIMEOUT_S): up to the reply's headers only.
+            async with asyncio.timeout(HEADERS_TIMEOUT_S):
+                try:
+                    response = await client.post(url, data=body, headers=headers)
+                except aiohttp.ClientConnectorError:
+                    raise  # no connection could be made: nothing stale to retry
+                except STALE_CONNECTION:
+                    # A kept-alive connection the engine closed as it was reused (cpp-httplib
+                    # ends one after a few requests): nothing was answered, so it is sent
+                    # once more, on a fresh connection, as browsers and urllib3 do.
+                    response = await client.post(url, data=body, headers=headers)
+        except UPSTREAM_ERRORS as exc:
             raise UpstreamFailed(
                 f"The {info.engine.value} instance {info.id} at {info.base_url} did not answer: "
-                f"{exc.__class__.__name__}: {exc or 'no detail'}."
+                f"{_why(exc)}."
             ) from exc
+        return UpstreamReply(response)
 
     async def aclose(self) -> None:
         if self._reaper is not None:
@@ -318,3 +327,10 @@ def check_interval(ttl_s: float) -> float:
     if ttl_s <= 0:
         return 5.0
     return min(5.0, max(0.25, ttl_s / 4))
+
+
+def _why(exc: BaseException) -> str:
+    """An upstream failure in words: aiohttp's timeouts often carry no message."""
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return f"it took more than {HEADERS_TIMEOUT_S:g} s to take the request and start a reply"
+    return f"{exc.__class__.__name__}: {exc or 'no detail'}"

@@ -6,8 +6,6 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import anyio
-import httpx
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -18,6 +16,7 @@ from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.gateway.scheduler import Lease
 from roundhouse.core.gateway.sse import relay
+from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, UpstreamReply
 from roundhouse.server.deps import Services
 
 GATEWAY_PREFIX = "/v1"
@@ -150,16 +149,21 @@ async def _forward(
     upstream = await gateway.open(target, path, content, stream=stream)
     instance_id = target.instance.id
     headers = identity(target.instance)
+    # Relayed as the engine wrote it (the gateway asks for no compression, but an engine may
+    # compress anyway): the client decodes what the engine encoded.
+    encoding = upstream.headers.get("content-encoding")
+    if encoding:
+        headers["content-encoding"] = encoding
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
     if not (stream and upstream.status_code == 200 and is_sse):
         try:
             reply = await upstream.aread()
-        except httpx.HTTPError as exc:
+        except UPSTREAM_ERRORS as exc:
             raise UpstreamFailed(
                 f"The instance {instance_id} broke off its reply: {exc or exc.__class__.__name__}."
             ) from exc
         finally:
-            await upstream.aclose()
+            upstream.close()
             lease.release()
         gateway.usage.record(instance_id, _usage_in(reply) if upstream.is_success else None)
         return Response(
@@ -190,7 +194,7 @@ class _LeasedStream(StreamingResponse):
         self,
         content: AsyncIterator[bytes],
         *,
-        upstream: httpx.Response,
+        upstream: UpstreamReply,
         lease: Lease,
         media_type: str,
         headers: dict[str, str],
@@ -204,12 +208,11 @@ class _LeasedStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self._lease.release()
-            with anyio.CancelScope(shield=True):
-                await self._upstream.aclose()
+            self._upstream.close()
 
 
 async def _relay(
-    upstream: httpx.Response, forward_usage: bool, on_usage: Callable[[Any], None]
+    upstream: UpstreamReply, forward_usage: bool, on_usage: Callable[[Any], None]
 ) -> AsyncIterator[bytes]:
     # Closing the engine's response on every exit, a client that went away included (the
     # server cancels this generator), stops the engine generating for nobody.
@@ -218,7 +221,7 @@ async def _relay(
             upstream.aiter_raw(), forward_usage=forward_usage, on_usage=on_usage
         ):
             yield event
-    except httpx.HTTPError as exc:
+    except UPSTREAM_ERRORS as exc:
         # Headers are sent already: the error goes in the stream, as OpenAI's does.
         error = {
             "error": {
@@ -229,10 +232,9 @@ async def _relay(
         }
         yield b"data: " + json.dumps(error).encode() + b"\n\n"
     finally:
-        # The server cancels this on a disconnect, and under anyio every await in a cancelled
-        # scope is cancelled too: shielded, the close does reach the engine.
-        with anyio.CancelScope(shield=True):
-            await upstream.aclose()
+        # Not awaited, so a cancelled scope (the server cancels this on a disconnect) cannot
+        # stop the close from reaching the engine.
+        upstream.close()
 
 
 def _usage_in(reply: bytes) -> Any:

@@ -1,0 +1,231 @@
+"""The gateway's client to the engines against small local servers: the one resend on a
+kept-alive connection closed unanswered, a bounded send, closing a reply cut short, and
+certificates checked for endpoints elsewhere."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ssl
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import cast
+
+import aiohttp
+import pytest
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.core.gateway import gateway as gateway_module
+from roundhouse.core.gateway.errors import UpstreamFailed
+from roundhouse.core.gateway.gateway import Gateway
+from roundhouse.core.gateway.router import Route
+from roundhouse.core.gateway.upstream import Upstream
+from roundhouse.core.instances.service import InstanceService
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+
+
+def _route(url: str) -> Route:
+    info = InstanceInfo(
+        id="e",
+        engine=EngineId.LLAMA_CPP,
+        model=None,
+        origin=InstanceOrigin.STARTED,
+        status=InstanceStatus.READY,
+        host="127.0.0.1",
+        port=1,
+        url=url,
+        base_url=f"{url}/v1",
+        started_at=0.0,
+        models=["m"],
+        options=InstanceOptions(),
+    )
+    return Route(info, "m")
+
+
+async def _request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """One request's head and body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.lower().split(b"\r\n")
+        if line.startswith(b"content-length:")
+    )
+    return head, await reader.readexactly(length)
+
+
+async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _gateway() -> Gateway:
+    # Only forwarding is used: no instances, no library.
+    return Gateway(cast(InstanceService, None), library=list)
+
+
+def test_a_connection_closed_unanswered_is_sent_once_more_as_it_was() -> None:
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await _request(reader))
+        if len(seen) > 1:  # the first connection ends unanswered, as a stale one does
+            writer.write(OK)
+            await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            reply = await gateway.open(_route(url), "chat/completions", b'{"a": 1}', stream=False)
+            assert reply.status_code == 200 and reply.is_success
+            assert reply.headers["Content-Type"] == "application/json"
+            assert await reply.aread() == b"{}"
+            reply.close()
+        finally:
+            await gateway.aclose()
+            server.close()
+        assert len(seen) == 2
+        for head, body in seen:
+            assert head.startswith(b"POST /v1/chat/completions HTTP/1.1")
+            assert b"accept-encoding: identity" in head.lower()
+            assert body == b'{"a": 1}'
+
+    asyncio.run(main())
+
+
+def test_an_engine_that_is_gone_fails_in_words() -> None:
+    async def main() -> None:
+        server, url = await _serve(lambda _r, _w: asyncio.sleep(0))
+        server.close()
+        await server.wait_closed()
+        gateway = _gateway()
+        try:
+            with pytest.raises(UpstreamFailed, match="did not answer: ClientConnectorError"):
+                await gateway.open(_route(url), "completions", b"{}", stream=False)
+        finally:
+            await gateway.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_send_the_engine_never_reads_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gateway_module, "HEADERS_TIMEOUT_S", 0.5)
+
+    async def handler(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)  # never reads
+        writer.close()
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            # More than the socket buffers hold: the send stalls.
+            with pytest.raises(UpstreamFailed, match=r"took more than 0\.5 s"):
+                await gateway.open(_route(url), "completions", b"x" * 64_000_000, stream=False)
+        finally:
+            await gateway.aclose()
+            server.close()
+
+    asyncio.run(main())
+
+
+def test_a_reply_cut_short_closes_its_connection_and_a_whole_one_is_reused() -> None:
+    connections: list[asyncio.Event] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ended = asyncio.Event()
+        connections.append(ended)
+        head, _ = await _request(reader)
+        if b"/v1/whole" in head:
+            writer.write(OK)
+            await writer.drain()
+            head, _ = await _request(reader)  # the next request comes on this connection
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(b"5\r\nchunk\r\n")
+        await writer.drain()
+        assert await reader.read() == b""  # the client closed the connection
+        ended.set()
+        writer.close()
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            whole = await gateway.open(_route(url), "whole", b"{}", stream=False)
+            assert await whole.aread() == b"{}"
+            whole.close()
+            cut = await gateway.open(_route(url), "stream", b"{}", stream=True)
+            assert await anext(aiter(cut.aiter_raw())) == b"chunk"
+            cut.close()
+            await asyncio.wait_for(connections[0].wait(), 2)
+        finally:
+            await gateway.aclose()
+            server.close()
+        assert len(connections) == 1
+
+    asyncio.run(main())
+
+
+def _self_signed(folder: Path) -> ssl.SSLContext:
+    pytest.importorskip("cryptography")
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "engine.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    return context
+
+
+def test_an_endpoint_elsewhere_has_its_certificate_checked(tmp_path: Path) -> None:
+    context = _self_signed(tmp_path)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(OK)
+        await writer.drain()
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=context)
+        port = server.sockets[0].getsockname()[1]
+        upstream = Upstream()
+        remote = upstream.client_for(_route("https://engine.example").instance)
+        local = upstream.client_for(_route("http://127.0.0.1:1").instance)
+        assert remote is not local
+        try:
+            # The session for endpoints elsewhere refuses a certificate nobody vouches for.
+            with pytest.raises(aiohttp.ClientConnectorCertificateError):
+                await remote.post(f"https://127.0.0.1:{port}/v1/x", data=b"{}")
+        finally:
+            await upstream.aclose()
+            server.close()
+
+    asyncio.run(main())
