@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -13,7 +14,9 @@ from pathlib import Path
 
 from roundhouse.api.daemon import Discovery
 from roundhouse.api.discovery import read_discovery
+from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
 from roundhouse.base.paths import Home, resolve_home
+from roundhouse.client import DaemonClient
 
 
 @dataclass
@@ -79,3 +82,28 @@ def running_daemon(root: Path, env: dict[str, str] | None = None) -> Iterator[Da
 def path_with(binary: Path) -> dict[str, str]:
     """An environment whose PATH finds `binary` (a daemon started with it detects it)."""
     return {"PATH": f"{binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+async def wait_settled(
+    client: DaemonClient, instance_id: str, timeout_s: float = 60.0
+) -> InstanceInfo:
+    """Poll an instance until it is ready or failed; fail the test after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = await client.instance(instance_id)
+        if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
+            return info
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{instance_id} did not settle in {timeout_s:g} s: {info}")
+        await asyncio.sleep(0.05)
+
+
+async def start_ready(
+    daemon: DaemonProcess, request: StartRequest, timeout_s: float = 60.0
+) -> InstanceInfo:
+    """Start an instance through the daemon and wait until it serves."""
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        started = await client.start_instance(request)
+        info = await wait_settled(client, started.id, timeout_s)
+    assert info.status == InstanceStatus.READY, info
+    return info

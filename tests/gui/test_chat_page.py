@@ -6,7 +6,6 @@ the coalesced repaints, the input's keys."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from roundhouse.api.chat import Conversation, Role
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceStatus, StartRequest
+from roundhouse.api.instances import StartRequest
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui, build_ui
@@ -30,7 +29,7 @@ from roundhouse.gui.widgets.chat_input import ChatInput
 from roundhouse.gui.widgets.chat_markdown import CodeBlock, MarkdownView
 from roundhouse.gui.widgets.chat_message import THINKING, MessageWidget
 from roundhouse.gui.widgets.chat_transcript import RENDER_MS, Transcript
-from tests.daemon_process import DaemonProcess
+from tests.daemon_process import DaemonProcess, start_ready
 from tests.gui.conftest import wait_until
 
 READY_S = 60.0
@@ -48,16 +47,9 @@ def _run(uis: list[Ui], qloop: qasync.QEventLoop, scenario: Coroutine[Any, Any, 
 
 async def _serve(daemon: DaemonProcess, model: Path) -> str:
     """Start llama-server on the tiny model (its own 2048-token context); the gateway's id."""
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        options = InstanceOptions(model=str(model), ctx_size=2048, parallel=1)
-        info = await client.start_instance(StartRequest(engine=EngineId.LLAMA_CPP, options=options))
-        deadline = time.monotonic() + READY_S
-        while info.status not in (InstanceStatus.READY, InstanceStatus.FAILED):
-            assert time.monotonic() < deadline, "llama-server did not become ready"
-            await asyncio.sleep(0.1)
-            info = await client.instance(info.id)
-        assert info.status == InstanceStatus.READY, info
-        return info.models[0]
+    options = InstanceOptions(model=str(model), ctx_size=2048, parallel=1)
+    request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+    return (await start_ready(daemon, request, READY_S)).models[0]
 
 
 async def _stored(daemon: DaemonProcess, conversation_id: str) -> Conversation:

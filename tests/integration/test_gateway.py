@@ -5,7 +5,6 @@ an unknown model, a foreign Host."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +15,9 @@ import pytest
 from openai import OpenAI
 
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
+from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
 READY_TIMEOUT_S = 60.0
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -35,22 +34,14 @@ class Served:
 
 
 async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        started = await client.start_instance(
-            StartRequest(
-                engine=EngineId.LLAMA_CPP,
-                options=InstanceOptions(model=str(model), ctx_size=512, parallel=2),
-            )
-        )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        info = started
-        while time.monotonic() < deadline:
-            info = await client.instance(started.id)
-            if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
-                break
-            await asyncio.sleep(0.1)
-        assert info.status == InstanceStatus.READY, info
-        return info
+    return await start_ready(
+        daemon,
+        StartRequest(
+            engine=EngineId.LLAMA_CPP,
+            options=InstanceOptions(model=str(model), ctx_size=512, parallel=2),
+        ),
+        READY_TIMEOUT_S,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -168,31 +159,17 @@ def test_embeddings_route_to_an_embedding_instance(served: Served, tiny_gguf: Pa
     """A second instance, started for embeddings under its own name, answers /v1/embeddings
     through the same address while the chat instance keeps answering chat."""
 
-    async def start() -> InstanceInfo:
-        async with DaemonClient(served.daemon.url, served.daemon.token) as client:
-            started = await client.start_instance(
-                StartRequest(
-                    engine=EngineId.LLAMA_CPP,
-                    options=InstanceOptions(
-                        model=str(tiny_gguf),
-                        ctx_size=512,
-                        served_name="tiny-embed",
-                        # The tiny model declares no pooling; OpenAI-style embeddings need one.
-                        extra_args=("--embeddings", "--pooling", "mean"),
-                    ),
-                )
-            )
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            info = started
-            while time.monotonic() < deadline:
-                info = await client.instance(started.id)
-                if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
-                    break
-                await asyncio.sleep(0.1)
-            assert info.status == InstanceStatus.READY, info
-            return info
-
-    embedder = asyncio.run(start())
+    request = StartRequest(
+        engine=EngineId.LLAMA_CPP,
+        options=InstanceOptions(
+            model=str(tiny_gguf),
+            ctx_size=512,
+            served_name="tiny-embed",
+            # The tiny model declares no pooling; OpenAI-style embeddings need one.
+            extra_args=("--embeddings", "--pooling", "mean"),
+        ),
+    )
+    embedder = asyncio.run(start_ready(served.daemon, request, READY_TIMEOUT_S))
     try:
         reply = served.client.embeddings.create(model="tiny-embed", input=["hello", "world"])
         assert len(reply.data) == 2

@@ -14,9 +14,8 @@ import psutil
 import pytest
 
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
-from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon
+from roundhouse.api.instances import InstanceInfo, StartRequest
+from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
 READY_TIMEOUT_S = 60.0
 # How long the daemon may take to close the engine's connection after the client left.
@@ -24,31 +23,20 @@ PROMPT_CLOSE_S = 1.0
 
 
 async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        started = await client.start_instance(
-            StartRequest(
-                engine=EngineId.LLAMA_CPP,
-                # One slot, so a generation left running would hold up the next request; one
-                # thread, so the test leaves the machine a core. Context shift lets the
-                # generation go on past the small context: it runs until stopped.
-                options=InstanceOptions(
-                    model=str(model),
-                    ctx_size=512,
-                    parallel=1,
-                    threads=1,
-                    extra_args=("--context-shift",),
-                ),
-            )
-        )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        info = started
-        while time.monotonic() < deadline:
-            info = await client.instance(started.id)
-            if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
-                break
-            await asyncio.sleep(0.1)
-        assert info.status == InstanceStatus.READY, info
-        return info
+    request = StartRequest(
+        engine=EngineId.LLAMA_CPP,
+        # One slot, so a generation left running would hold up the next request; one
+        # thread, so the test leaves the machine a core. Context shift lets the
+        # generation go on past the small context: it runs until stopped.
+        options=InstanceOptions(
+            model=str(model),
+            ctx_size=512,
+            parallel=1,
+            threads=1,
+            extra_args=("--context-shift",),
+        ),
+    )
+    return await start_ready(daemon, request, READY_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")

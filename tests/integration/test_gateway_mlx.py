@@ -5,7 +5,6 @@ by Roundhouse kept from the client."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,12 +13,11 @@ import pytest
 from openai import OpenAI
 
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
+from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.api.settings import EngineSettings, Settings
 from roundhouse.base.paths import resolve_home
-from roundhouse.client import DaemonClient
 from roundhouse.core.settings import save_settings
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, start_daemon, start_ready
 
 READY_TIMEOUT_S = 90.0
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -28,18 +26,8 @@ MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
 
 
 async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        info = await client.start_instance(
-            StartRequest(engine=EngineId.MLX, options=InstanceOptions(model=str(model)))
-        )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            info = await client.instance(info.id)
-            if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
-                break
-            await asyncio.sleep(0.1)
-        assert info.status == InstanceStatus.READY, info
-        return info
+    request = StartRequest(engine=EngineId.MLX, options=InstanceOptions(model=str(model)))
+    return await start_ready(daemon, request, READY_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,13 @@ from roundhouse.api.settings import EngineSettings, LeftoverAction, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import ApiError, DaemonClient
 from roundhouse.core.settings import save_settings
-from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_daemon
+from tests.daemon_process import (
+    DaemonProcess,
+    path_with,
+    running_daemon,
+    start_daemon,
+    wait_settled,
+)
 from tests.processes import alive, assert_nothing_left
 
 READY_TIMEOUT_S = 60.0
@@ -60,13 +66,7 @@ def _client(daemon: DaemonProcess) -> DaemonClient:
 
 
 async def _wait_settled(client: DaemonClient, instance_id: str) -> InstanceInfo:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        info = await client.instance(instance_id)
-        if info.status in (InstanceStatus.READY, InstanceStatus.FAILED):
-            return info
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"instance {instance_id} did not settle: {info}")
+    return await wait_settled(client, instance_id, READY_TIMEOUT_S)
 
 
 def _start(model: Path, **options: object) -> StartRequest:

@@ -29,8 +29,7 @@ from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.chat import Message, ReplyStats, Role
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceStatus, StartRequest
-from roundhouse.client import DaemonClient
+from roundhouse.api.instances import StartRequest
 from roundhouse.client.chat_stream import ChatDelta
 from roundhouse.gui.app import build_ui
 from roundhouse.gui.call import Follow
@@ -39,7 +38,7 @@ from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.event_loop import install_asyncgen_hooks
 from roundhouse.gui.pages.chat_page import ChatPage
 from roundhouse.gui.widgets.chat_transcript import Transcript
-from tests.daemon_process import DaemonProcess, path_with, running_daemon
+from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_ready
 
 TOKENS_PER_S = 3000
 STREAM_S = 5.0
@@ -205,18 +204,9 @@ async def _until(predicate: Callable[[], bool], within_s: float, what: str) -> N
 
 
 async def _serve(daemon: DaemonProcess, model: Path) -> str:
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        options = InstanceOptions(
-            model=str(model), ctx_size=2048, parallel=1, threads=ENGINE_THREADS
-        )
-        info = await client.start_instance(StartRequest(engine=EngineId.LLAMA_CPP, options=options))
-        deadline = time.monotonic() + 60
-        while info.status not in (InstanceStatus.READY, InstanceStatus.FAILED):
-            assert time.monotonic() < deadline, "llama-server did not become ready"
-            await asyncio.sleep(0.1)
-            info = await client.instance(info.id)
-        assert info.status == InstanceStatus.READY, info
-        return info.models[0]
+    options = InstanceOptions(model=str(model), ctx_size=2048, parallel=1, threads=ENGINE_THREADS)
+    request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+    return (await start_ready(daemon, request)).models[0]
 
 
 async def _lag_while(going: Callable[[], bool]) -> list[float]:

@@ -14,8 +14,7 @@ import pytest
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceStatus, StartRequest
-from roundhouse.client import DaemonClient
-from tests.daemon_process import path_with, start_daemon
+from tests.daemon_process import path_with, start_daemon, start_ready
 
 ROUNDS = 40
 BODY: dict[str, Any] = {
@@ -46,21 +45,9 @@ def test_gateway_added_latency(
 ) -> None:
     daemon = start_daemon(tmp_path / "home", env=path_with(llama_server_binary))
     try:
-
-        async def start() -> Any:
-            async with DaemonClient(daemon.url, daemon.token) as client:
-                info = await client.start_instance(
-                    StartRequest(
-                        engine=EngineId.LLAMA_CPP,
-                        options=InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=1),
-                    )
-                )
-                while info.status not in (InstanceStatus.READY, InstanceStatus.FAILED):
-                    await asyncio.sleep(0.05)
-                    info = await client.instance(info.id)
-                return info
-
-        info = asyncio.run(start())
+        options = InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=1)
+        request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+        info = asyncio.run(start_ready(daemon, request))
         assert info.status == InstanceStatus.READY
         body = {**BODY, "model": info.models[0]}
         direct = f"{info.base_url}/chat/completions"

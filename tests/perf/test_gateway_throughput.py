@@ -17,8 +17,7 @@ import pytest
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
-from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
 # Enough tokens per stream that a stream lasts long against its first-token wait; the same
 # fixed length on both paths (ignore_eos), so the token counts compare exactly.
@@ -103,22 +102,10 @@ async def _batch(http: httpx.AsyncClient, url: str, model: str, streams: int, se
 
 
 async def _start(daemon: DaemonProcess, model: Path, threads: int | None) -> InstanceInfo:
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        info = await client.start_instance(
-            StartRequest(
-                engine=EngineId.LLAMA_CPP,
-                options=InstanceOptions(
-                    model=str(model),
-                    ctx_size=SLOTS * (TOKENS + 64),
-                    parallel=SLOTS,
-                    threads=threads,
-                ),
-            )
-        )
-        while info.status not in (InstanceStatus.READY, InstanceStatus.FAILED):
-            await asyncio.sleep(0.05)
-            info = await client.instance(info.id)
-        return info
+    options = InstanceOptions(
+        model=str(model), ctx_size=SLOTS * (TOKENS + 64), parallel=SLOTS, threads=threads
+    )
+    return await start_ready(daemon, StartRequest(engine=EngineId.LLAMA_CPP, options=options))
 
 
 # The engine's own default takes every core, which on a small CPU-only host leaves none for
