@@ -46,8 +46,15 @@ def _run(uis: list[Ui], qloop: qasync.QEventLoop, scenario: Coroutine[Any, Any, 
 
 
 async def _serve(daemon: DaemonProcess, model: Path) -> str:
-    """Start llama-server on the tiny model (its own 2048-token context); the gateway's id."""
-    options = InstanceOptions(model=str(model), ctx_size=2048, parallel=1)
+    """Start llama-server on the tiny model (its own 2048-token context); the gateway's id.
+
+    One engine thread: on its default of a spinning thread per core the engine starves the
+    app's event loop on a 2-core machine, and a whole reply then lands between two repaints.
+    End-of-text ignored: with random weights the model may sample it early, and the streaming
+    and stop tests need a reply that runs to its max_tokens (or the context)."""
+    options = InstanceOptions(
+        model=str(model), ctx_size=2048, parallel=1, threads=1, extra_args=("--ignore-eos",)
+    )
     request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
     return (await start_ready(daemon, request, READY_S)).models[0]
 
