@@ -21,7 +21,6 @@ from roundhouse.api.chat import (
 from roundhouse.api.engines import EngineId
 from roundhouse.api.installs import InstallRequest
 from roundhouse.api.ollama import OllamaLoadRequest
-from roundhouse.api.settings import Settings
 from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, ReplyMeter, stream_chat
 from roundhouse.gui.call import Call, Follow
 
@@ -113,7 +112,8 @@ class OllamaCalls:
 
 
 class SettingsCalls:
-    """The daemon's settings: read, and saved whole (the daemon validates them)."""
+    """The daemon's settings, read. Saving goes through `settings_patch.patch_settings`,
+    which applies a change onto the settings as they are at that moment."""
 
     def __init__(self, bridge: DaemonBridge) -> None:
         self._bridge = bridge
@@ -121,14 +121,6 @@ class SettingsCalls:
     def get(self) -> Call:
         """Answers with the Settings in force."""
         return self._bridge.call("read the settings", lambda c: c.settings())
-
-    def put(self, settings: Settings) -> Call:
-        """Answers with the Settings saved; a 422 problem names what the daemon refused."""
-
-        def saved(result: Settings) -> None:
-            self._bridge.set_ui_settings(result.ui)
-
-        return self._bridge.call("save the settings", lambda c: c.put_settings(settings), saved)
 
 
 class ChatCalls:
