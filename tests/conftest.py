@@ -9,8 +9,9 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, start_daemon
 
-# The real llama-server (built by .ci/build-llama-server) and the tiny model the tests write.
-pytest_plugins = ["tests.engines.fixtures"]
+# The real llama-server (built by .ci/build-llama-server) and the tiny model the tests write;
+# the local Hugging Face Hub (tests/fakes/hub).
+pytest_plugins = ["tests.engines.fixtures", "tests.fakes.hub.fixtures"]
 
 
 @pytest.fixture
