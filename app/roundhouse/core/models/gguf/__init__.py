@@ -1,0 +1,26 @@
+"""GGUF headers: a bounded reader (file and HTTP Range), a summary and the model's shape."""
+
+from __future__ import annotations
+
+from roundhouse.core.models.gguf.errors import GgufError, GgufFetchError
+from roundhouse.core.models.gguf.header import GgufHeader, TensorInfo
+from roundhouse.core.models.gguf.layers import shape_from_gguf, sliding_window
+from roundhouse.core.models.gguf.reader import read_gguf_header
+from roundhouse.core.models.gguf.remote import read_gguf_header_url
+from roundhouse.core.models.gguf.summary import GgufSummary, summarize
+from roundhouse.core.models.gguf.values import ArrayInfo, GgufValue
+
+__all__ = [
+    "ArrayInfo",
+    "GgufError",
+    "GgufFetchError",
+    "GgufHeader",
+    "GgufSummary",
+    "GgufValue",
+    "TensorInfo",
+    "read_gguf_header",
+    "read_gguf_header_url",
+    "shape_from_gguf",
+    "sliding_window",
+    "summarize",
+]

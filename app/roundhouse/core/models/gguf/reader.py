@@ -1,0 +1,45 @@
+"""Reading the header of a GGUF file on disk (blocking: callers run it in a thread)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from roundhouse.core.errors import NotFoundError
+from roundhouse.core.models.gguf.errors import GgufError
+from roundhouse.core.models.gguf.header import GgufHeader
+from roundhouse.core.models.gguf.parser import HeaderParser
+from roundhouse.core.models.gguf.sources import open_file_source
+
+
+def read_gguf_header(path: Path) -> GgufHeader:
+    """The header of the GGUF file at `path`, reading only its first bytes (the metadata
+    and tensor infos, a few MiB at most, never the weights).
+
+    Raises NotFoundError when there is no file, GgufError when it is not a readable GGUF.
+    """
+    path = Path(path)
+    try:
+        file, source = open_file_source(path)
+    except FileNotFoundError:
+        raise NotFoundError(f"There is no file at {path}. Check the path.") from None
+    except IsADirectoryError:
+        raise GgufError(
+            "it is a folder", source=str(path), advice="choose the .gguf file inside it"
+        ) from None
+    except OSError as exc:
+        raise GgufError(
+            f"it cannot be opened ({exc.strerror or exc})",
+            source=str(path),
+            advice="check that you may read it",
+        ) from None
+    with file:
+        try:
+            return HeaderParser(source).run()
+        except GgufError as exc:
+            raise exc.located(str(path)) from None
+        except OSError as exc:
+            raise GgufError(
+                f"reading it failed ({exc.strerror or exc})",
+                source=str(path),
+                advice="check the disk it is on, then try again",
+            ) from None
