@@ -115,6 +115,36 @@ class ChatSettings(BaseModel):
     )
 
 
+class ModelsSettings(BaseModel):
+    """Model downloads (the queue in the daemon) and the local library's folders."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrent_downloads: int = Field(
+        default=2, ge=1, le=16, description="files downloaded at the same time"
+    )
+    stall_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="a download that receives nothing this long is retried",
+    )
+    download_attempts: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="tries in a row without progress before a download fails (its part is kept)",
+    )
+    max_finished_downloads: int = Field(
+        default=200, ge=10, le=100000, description="finished downloads kept in the list"
+    )
+    library_folders: list[str] = Field(
+        default=[],
+        description="folders of GGUF files or safetensors models the library lists besides "
+        "the Hugging Face cache",
+    )
+
+
 class UiSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -137,4 +167,5 @@ class Settings(BaseModel):
     engines: EngineSettings = EngineSettings()
     gateway: GatewaySettings = GatewaySettings()
     chat: ChatSettings = ChatSettings()
+    models: ModelsSettings = ModelsSettings()
     ui: UiSettings = UiSettings()

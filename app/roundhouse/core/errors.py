@@ -34,3 +34,10 @@ class SettingsError(RoundhouseError):
 
     title = "Settings file is invalid"
     status = 500
+
+
+class ServiceUnavailableError(RoundhouseError):
+    """A part of the daemon could not start: the message says why and what to do."""
+
+    title = "Unavailable"
+    status = 503

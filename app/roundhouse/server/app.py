@@ -9,9 +9,12 @@ from roundhouse.server.deps import require_token
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
 from roundhouse.server.routes.chats import router as chats_router
+from roundhouse.server.routes.downloads import router as downloads_router
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
 from roundhouse.server.routes.gateway_admin import router as gateway_admin_router
 from roundhouse.server.routes.gateway_control import router as gateway_control_router
+from roundhouse.server.routes.hub import router as hub_router
+from roundhouse.server.routes.library import router as library_router
 from roundhouse.server.security import GatewayCors, HostGuard, KeyGuard
 from roundhouse.server.services import DaemonServices
 
@@ -38,6 +41,9 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(chats_router)
     api.include_router(gateway_admin_router)
     api.include_router(gateway_control_router)
+    api.include_router(hub_router)
+    api.include_router(downloads_router)
+    api.include_router(library_router)
     app.include_router(api)
 
     # Inner first. /v1 needs the gateway key once one is set; the daemon's token, which the

@@ -37,6 +37,7 @@ from roundhouse.core.settings import load_settings
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
 from roundhouse.server.gateway_listener import SecondListener
+from roundhouse.server.models_wiring import close_models, open_models
 from roundhouse.server.security import write_token
 from roundhouse.server.services import DaemonServices, HardwareSource
 
@@ -268,6 +269,7 @@ async def _serve(
     services.chats = chats = ChatStore(
         home.data_dir / CHAT_FILE, lambda: services.settings.chat.max_conversations
     )
+    await open_models(services)
     # The key before the first request: /v1 must not answer unguarded while it loads.
     await services.gateway_key.load()
     services.second_listener = second_listener = SecondListener(services)
@@ -298,6 +300,7 @@ async def _serve(
         # A daemon that stops takes its engines with it: nothing is left running unseen.
         await instances.stop_all()
         await installs.close()
+        await close_models(services)
         await chats.close()
         await services.close_gateway()
         await sampler.stop()

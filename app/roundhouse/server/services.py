@@ -14,9 +14,13 @@ from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.core.chat.store import ChatStore
 from roundhouse.core.engines.install.jobs import InstallJobs
+from roundhouse.core.errors import ServiceUnavailableError
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
+from roundhouse.core.models.downloads.service import DownloadService
+from roundhouse.core.models.hub.service import HubService
+from roundhouse.core.models.library.service import LibraryService
 from roundhouse.core.sampler import Sampler
 
 if TYPE_CHECKING:
@@ -50,6 +54,10 @@ class DaemonServices:
     instances: InstanceService | None = None
     installs: InstallJobs | None = None
     chats: ChatStore | None = None
+    hub: HubService | None = None
+    downloads: DownloadService | None = None
+    downloads_error: str | None = None
+    library: LibraryService | None = None
     # Made on first use, over the instance service.
     gateway_state: Gateway | None = None
     # The gateway's API key, read from the keyring at start and cached for every request.
@@ -95,6 +103,22 @@ class DaemonServices:
         if self.chats is None:
             raise RuntimeError("the daemon was built without a chat store")
         return self.chats
+
+    def hub_service(self) -> HubService:
+        if self.hub is None:
+            # The endpoint is HF_ENDPOINT's (huggingface_hub reads it), else huggingface.co.
+            self.hub = HubService()
+        return self.hub
+
+    def download_service(self) -> DownloadService:
+        if self.downloads is None:
+            raise ServiceUnavailableError(self.downloads_error or "The download queue is not open.")
+        return self.downloads
+
+    def library_service(self) -> LibraryService:
+        if self.library is None:
+            raise RuntimeError("the daemon was built without a library")
+        return self.library
 
     def gateway(self) -> Gateway:
         if self.gateway_state is None:

@@ -1,0 +1,110 @@
+"""The model download queue as the API shows it: requests, items, their states and totals."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DownloadState(StrEnum):
+    QUEUED = "queued"
+    DOWNLOADING = "downloading"
+    PAUSED = "paused"
+    # The file is complete and its digest is being checked.
+    VERIFYING = "verifying"
+    DONE = "done"
+    # Stopped by an error (the disk is full, the Hub refused, retries ran out): the partial
+    # file is kept and `resume` continues from it.
+    FAILED = "failed"
+    # The user cancelled: the partial file was removed.
+    CANCELLED = "cancelled"
+    # The finished file did not match the Hub's digest: it was moved to `quarantine_path`,
+    # never deleted. `resume` downloads it again from the start.
+    QUARANTINED = "quarantined"
+
+
+# States in which an item still wants bytes (and counts against free disk space).
+UNFINISHED_STATES = frozenset(
+    {DownloadState.QUEUED, DownloadState.DOWNLOADING, DownloadState.PAUSED, DownloadState.VERIFYING}
+)
+# States that `resume` accepts.
+RESUMABLE_STATES = frozenset(
+    {
+        DownloadState.PAUSED,
+        DownloadState.FAILED,
+        DownloadState.CANCELLED,
+        DownloadState.QUARANTINED,
+    }
+)
+
+
+class DownloadRequest(_Frozen):
+    """Files of one Hub repository to download: named paths, or a glob pattern, or both."""
+
+    repo: str = Field(max_length=200, description="the repository id, e.g. 'Qwen/Qwen3-0.6B-GGUF'")
+    revision: str = Field(default="main", max_length=256, description="a branch, tag or commit")
+    files: list[str] = Field(default=[], max_length=1000, description="paths in the repository")
+    pattern: str | None = Field(
+        default=None,
+        max_length=256,
+        description="a glob over paths in the repository ('*Q4_K_M*.gguf', '*' for all)",
+    )
+
+
+class DownloadItem(_Frozen):
+    """One file of the queue."""
+
+    id: str
+    repo: str
+    revision: str
+    commit: str = Field(description="the commit the file is pinned to (40 hex digits)")
+    path: str = Field(description="the file's path in the repository")
+    size: int = Field(ge=0)
+    bytes_done: int = Field(ge=0, description="bytes in the partial (or final) file")
+    speed_bps: float = Field(
+        default=0.0, ge=0, description="bytes per second over the last few seconds"
+    )
+    eta_s: float | None = Field(default=None, description="None while stalled or unknown")
+    stalled: bool = Field(default=False, description="no bytes for a while; retrying")
+    state: DownloadState
+    error: str | None = Field(default=None, description="what went wrong and what to do")
+    sha256: str | None = Field(default=None, description="the Hub's LFS sha256, when LFS")
+    etag: str = Field(description="the blob's name in the cache")
+    local_path: str | None = Field(
+        default=None, description="the file in the snapshot folder, once done"
+    )
+    quarantine_path: str | None = Field(
+        default=None, description="where a file that failed its digest check was moved"
+    )
+    created_at: float
+    updated_at: float
+
+    @property
+    def remaining_bytes(self) -> int:
+        return max(0, self.size - self.bytes_done)
+
+
+class DownloadTotals(_Frozen):
+    items: int = 0
+    active: int = Field(default=0, description="items transferring or verifying now")
+    queued: int = 0
+    unfinished_bytes: int = Field(
+        default=0, description="sum of sizes of queued, downloading, paused and verifying items"
+    )
+    unfinished_done_bytes: int = Field(default=0, description="bytes of those already on disk")
+    speed_bps: float = 0.0
+    eta_s: float | None = None
+
+
+class DownloadQueueView(_Frozen):
+    """The whole queue (oldest first), as lists and progress streams show it."""
+
+    items: list[DownloadItem]
+    totals: DownloadTotals
+    max_concurrent: int
+    hub_cache: str = Field(description="the Hugging Face cache new downloads go to")

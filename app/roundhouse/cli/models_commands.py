@@ -1,0 +1,200 @@
+"""`roundhouse models ...`: search Hugging Face, a model's page, the token, and (below) pulls."""
+
+from __future__ import annotations
+
+import click
+
+from roundhouse.api.hub import HubModelKind, HubSearchRequest, HubSort
+
+
+@click.group()
+def models() -> None:
+    """Find models on Hugging Face, download them, and manage the local library."""
+
+
+@models.command("search")
+@click.argument("query", required=False, default="")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice([k.value for k in HubModelKind]),
+    help="Only this kind (repeatable); by default every kind local engines run.",
+)
+@click.option("--author", help="Only models of this user or organisation.")
+@click.option(
+    "--sort",
+    type=click.Choice([s.value for s in HubSort]),
+    default=HubSort.DOWNLOADS.value,
+    show_default=True,
+)
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    kinds: tuple[str, ...],
+    author: str | None,
+    sort: str,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Search Hugging Face for models local engines can run (GGUF, MLX, safetensors)."""
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import search_view
+
+    request = HubSearchRequest(
+        query=query,
+        kinds=[HubModelKind(k) for k in kinds],
+        author=author or None,
+        sort=HubSort(sort),
+        limit=limit,
+    )
+    show_from_daemon(ctx, as_json, lambda c: c.hub_search(request), search_view)
+
+
+@models.command("info")
+@click.argument("repo")
+@click.option("--revision", default="main", show_default=True, help="Branch, tag or commit.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def info(ctx: click.Context, repo: str, revision: str, as_json: bool) -> None:
+    """A model's page: summary, license, gated flag, and its files by quantization."""
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import details_view
+
+    show_from_daemon(ctx, as_json, lambda c: c.hub_model(repo, revision), details_view)
+
+
+@models.command("token")
+@click.option("--set", "set_", is_flag=True, help="Read a token from the prompt (or stdin).")
+@click.option("--clear", is_flag=True, help="Forget the stored token.")
+@click.option("--check", is_flag=True, help="Ask Hugging Face whether it accepts the token.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def token(ctx: click.Context, set_: bool, clear: bool, check: bool, as_json: bool) -> None:
+    """The Hugging Face token that opens gated models, kept in the OS keyring."""
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import token_view
+    from roundhouse.cli.output import fail
+
+    if set_ and clear:
+        fail("Give --set or --clear, not both.", code=2)
+    if set_:
+        value = click.prompt("Hugging Face token", hide_input=True).strip()
+        show_from_daemon(ctx, as_json, lambda c: c.set_hub_token(value), token_view)
+    elif clear:
+        show_from_daemon(ctx, as_json, lambda c: c.clear_hub_token(), token_view)
+    else:
+        show_from_daemon(ctx, as_json, lambda c: c.hub_token_status(check=check), token_view)
+
+
+@models.command("pull")
+@click.argument("repo")
+@click.argument("choice", required=False)
+@click.option("--revision", default="main", show_default=True, help="Branch, tag or commit.")
+@click.option("--file", "files", multiple=True, help="A path in the repository (repeatable).")
+@click.option("--detach", is_flag=True, help="Queue the download and return at once.")
+@click.option("--json", "as_json", is_flag=True, help="Print the queued items as JSON.")
+@click.pass_context
+def pull(
+    ctx: click.Context,
+    repo: str,
+    choice: str | None,
+    revision: str,
+    files: tuple[str, ...],
+    detach: bool,
+    as_json: bool,
+) -> None:
+    """Download a model into the Hugging Face cache, with progress.
+
+    CHOICE is a quantization from `roundhouse models info REPO` (Q4_K_M, Q8_0, ...); a
+    repository with one choice (safetensors, MLX) needs none. The download survives a
+    restart of the daemon and resumes where it stopped.
+    """
+    from roundhouse.cli.main import home_of, run_async
+    from roundhouse.cli.models_pull import pull_files
+
+    run_async(pull_files(home_of(ctx), repo, revision, choice, list(files), detach, as_json))
+
+
+@models.command("downloads")
+@click.option("--pause", "pause_id", metavar="ID", help="Pause this download.")
+@click.option("--resume", "resume_id", metavar="ID", help="Resume it from its partial file.")
+@click.option("--cancel", "cancel_id", metavar="ID", help="Cancel it and remove its partial.")
+@click.option("--clear", is_flag=True, help="Drop finished items from the list.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def downloads(
+    ctx: click.Context,
+    pause_id: str | None,
+    resume_id: str | None,
+    cancel_id: str | None,
+    clear: bool,
+    as_json: bool,
+) -> None:
+    """The download queue: progress of each file; pause, resume or cancel one by id."""
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import download_item_view, queue_view
+    from roundhouse.cli.output import fail
+
+    chosen = [x for x in (pause_id, resume_id, cancel_id) if x] + (["clear"] if clear else [])
+    if len(chosen) > 1:
+        fail("Give one of --pause, --resume, --cancel or --clear.", code=2)
+    if pause_id:
+        show_from_daemon(ctx, as_json, lambda c: c.pause_download(pause_id), download_item_view)
+    elif resume_id:
+        show_from_daemon(ctx, as_json, lambda c: c.resume_download(resume_id), download_item_view)
+    elif cancel_id:
+        show_from_daemon(ctx, as_json, lambda c: c.cancel_download(cancel_id), download_item_view)
+    elif clear:
+        show_from_daemon(ctx, as_json, lambda c: c.clear_finished_downloads(), queue_view)
+    else:
+        show_from_daemon(ctx, as_json, lambda c: c.downloads(), queue_view)
+
+
+@models.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def ls(ctx: click.Context, as_json: bool) -> None:
+    """Local models: the Hugging Face cache, your folders, LM Studio's and Ollama's."""
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import library_view
+
+    show_from_daemon(ctx, as_json, lambda c: c.library(), library_view)
+
+
+@models.command("rm")
+@click.argument("model_id")
+@click.option("--dry-run", is_flag=True, help="Say what would be freed; delete nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def rm(ctx: click.Context, model_id: str, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Delete a local model (its id from `roundhouse models ls`), saying what was freed."""
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import delete_view
+
+    if not dry_run and not yes and not click.confirm(f"Delete {model_id}?", default=False):
+        raise SystemExit(1)
+    show_from_daemon(
+        ctx, as_json, lambda c: c.delete_library_model(model_id, dry_run=dry_run), delete_view
+    )
+
+
+@models.command("import")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--folder", help="The library folder to put it in (default: Roundhouse's own).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def import_(ctx: click.Context, path: str, folder: str | None, as_json: bool) -> None:
+    """Add a GGUF file to the library (checked, then hard-linked or copied)."""
+    from pathlib import Path
+
+    from roundhouse.api.library import ImportRequest
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import library_model_view
+
+    request = ImportRequest(path=str(Path(path).absolute()), folder=folder)
+    show_from_daemon(ctx, as_json, lambda c: c.import_gguf(request), library_model_view)

@@ -1,0 +1,124 @@
+"""`roundhouse models pull`: choose the files, queue them in the daemon, and show progress."""
+
+from __future__ import annotations
+
+from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadRequest, DownloadState
+from roundhouse.api.hub import HubModelDetails
+from roundhouse.base.paths import Home
+from roundhouse.client import DaemonClient
+
+_ENDED = frozenset(
+    {
+        DownloadState.DONE,
+        DownloadState.FAILED,
+        DownloadState.CANCELLED,
+        DownloadState.QUARANTINED,
+        DownloadState.PAUSED,
+    }
+)
+
+
+def choose_files(page: HubModelDetails, choice: str | None) -> list[str]:
+    """The files of the quantization `choice` (any case); with none, the only choice there is."""
+    from roundhouse.cli.output import fail
+
+    groups = page.groups
+    if choice is None:
+        if len(groups) == 1:
+            return [f.path for f in groups[0].files]
+        names = ", ".join(g.name for g in groups) or "none"
+        fail(f"{page.id} has several choices: name one of {names}.", code=2)
+    wanted = choice.casefold()
+    for group in [*groups, *page.projectors]:
+        if wanted in {group.name.casefold(), (group.quantization or "").casefold()}:
+            return [f.path for f in group.files]
+    names = ", ".join(g.name for g in groups) or "none"
+    fail(f"{page.id} has no {choice}: choose one of {names}.", code=2)
+
+
+async def pull_files(
+    home: Home,
+    repo: str,
+    revision: str,
+    choice: str | None,
+    files: list[str],
+    detach: bool,
+    as_json: bool,
+) -> None:
+    from roundhouse.cli.output import console, print_json
+
+    async with DaemonClient.for_home(home) as client:
+        if not files:
+            files = choose_files(await client.hub_model(repo, revision), choice)
+        queued = await client.add_download(
+            DownloadRequest(repo=repo, revision=revision, files=files)
+        )
+        mine = [i for i in queued.items if i.repo == repo and i.path in set(files)]
+        ids = {i.id for i in mine}
+        if detach or as_json:
+            if as_json:
+                print_json({"items": [i.model_dump(mode="json") for i in mine]})
+            else:
+                console.print(
+                    f"Queued {len(ids)} file(s); follow with `roundhouse models downloads`."
+                )
+            return
+        final = await _show_progress(client, ids)
+    _report(final)
+
+
+async def _show_progress(client: DaemonClient, ids: set[str]) -> list[DownloadItem]:
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    from roundhouse.cli.output import console
+
+    latest: list[DownloadItem] = []
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[state]}"),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        tasks: dict[str, TaskID] = {}
+        try:
+            async for view in client.follow_downloads():
+                latest = _mine(view, ids)
+                for item in latest:
+                    if item.id not in tasks:
+                        tasks[item.id] = progress.add_task(item.path, total=item.size, state="")
+                    state = "stalled, retrying" if item.stalled else item.state.value
+                    progress.update(tasks[item.id], completed=item.bytes_done, state=state)
+                if latest and all(i.state in _ENDED for i in latest):
+                    break
+        except KeyboardInterrupt:  # pragma: no cover - interactive only
+            console.print("The download goes on in the daemon: `roundhouse models downloads`.")
+    return latest
+
+
+def _mine(view: DownloadQueueView, ids: set[str]) -> list[DownloadItem]:
+    return [i for i in view.items if i.id in ids]
+
+
+def _report(items: list[DownloadItem]) -> None:
+    from roundhouse.cli.output import console, fail
+
+    failed = [i for i in items if i.state != DownloadState.DONE]
+    for item in items:
+        if item.state == DownloadState.DONE:
+            console.print(f"[green]✓[/] {item.path} → {item.local_path}", highlight=False)
+    if failed:
+        lines = "; ".join(
+            f"{i.path}: {i.state.value}, {i.error or 'see the queue'}" for i in failed
+        )
+        fail(f"{lines} (resume with `roundhouse models downloads --resume ID`)")

@@ -1,0 +1,156 @@
+"""Render Hugging Face search results, model pages and the token state for `roundhouse models`."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from roundhouse.api.downloads import DownloadItem, DownloadQueueView
+from roundhouse.api.hub import HubModelDetails, HubSearchResult, HubTokenStatus
+from roundhouse.api.library import DeleteResult, LibraryList, LibraryModel
+from roundhouse.base.units import format_bytes, format_duration
+
+
+def _count(value: int | None) -> str:
+    if value is None:
+        return ""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f}{unit}"
+    return str(value)
+
+
+def search_view(result: HubSearchResult) -> RenderableType:
+    if not result.models:
+        return "No models found: try other words, or fewer --kind filters."
+    table = Table(title="Hugging Face models", title_justify="left")
+    for column in ("Model", "Kinds", "Params", "Downloads", "Likes", "Updated"):
+        table.add_column(column)
+    for model in result.models:
+        name = Text(model.id)
+        if model.gated:
+            name.append(" (gated)", style="yellow")
+        table.add_row(
+            name,
+            ", ".join(k.value for k in model.kinds),
+            _count(model.parameter_count),
+            _count(model.downloads),
+            _count(model.likes),
+            model.updated.date().isoformat() if model.updated else "",
+        )
+    return table
+
+
+def details_view(page: HubModelDetails) -> RenderableType:
+    head = Text(page.id, style="bold")
+    facts = [
+        f"license {page.license or 'not stated'}",
+        "gated: accept the license on huggingface.co and add a token" if page.gated else "",
+        f"{_count(page.parameter_count)} parameters" if page.parameter_count else "",
+        page.architecture or "",
+        f"context {page.context_length}" if page.context_length else "",
+    ]
+    lines: list[RenderableType] = [head, Text(" · ".join(f for f in facts if f), style="dim")]
+    if page.summary:
+        lines.append(Text(page.summary))
+    table = Table(title="Files", title_justify="left")
+    for column in ("Choice", "Kind", "Size", "Files"):
+        table.add_column(column)
+    for group in [*page.groups, *page.projectors]:
+        table.add_row(
+            group.name,
+            group.kind.value,
+            format_bytes(group.size),
+            str(len(group.files)) if group.shards == 1 else f"{group.shards} parts",
+        )
+    lines.append(table if page.groups or page.projectors else Text("No model files."))
+    return Group(*lines)
+
+
+def token_view(status: HubTokenStatus) -> RenderableType:
+    return Text(status.message)
+
+
+def _eta(seconds: float | None, stalled: bool) -> str:
+    if stalled:
+        return "stalled"
+    return format_duration(seconds) if seconds is not None else ""
+
+
+def queue_view(view: DownloadQueueView) -> RenderableType:
+    if not view.items:
+        return "No downloads: `roundhouse models pull REPO QUANT` starts one."
+    table = Table(title=f"Downloads (into {view.hub_cache})", title_justify="left")
+    for column in ("ID", "File", "State", "Done", "Size", "Speed", "ETA", "Note"):
+        table.add_column(column)
+    for item in view.items:
+        share = f"{100 * item.bytes_done / item.size:.0f}%" if item.size else ""
+        table.add_row(
+            item.id,
+            f"{item.repo}/{item.path}",
+            item.state.value,
+            share,
+            format_bytes(item.size),
+            f"{format_bytes(item.speed_bps)}/s" if item.speed_bps else "",
+            _eta(item.eta_s, item.stalled),
+            item.error or item.quarantine_path or "",
+        )
+    return table
+
+
+def download_item_view(item: DownloadItem) -> RenderableType:
+    note = f": {item.error}" if item.error else ""
+    return Text(f"{item.id} {item.path}: {item.state.value}{note}")
+
+
+def library_view(listing: LibraryList) -> RenderableType:
+    places = Text(
+        "; ".join(
+            f"{p.source.value} {p.location}" + ("" if p.available else f" ({p.error or 'absent'})")
+            for p in listing.places
+        ),
+        style="dim",
+    )
+    if not listing.models:
+        return Group(Text("No local models yet: `roundhouse models pull` downloads one."), places)
+    table = Table(title="Local models", title_justify="left")
+    for column in (
+        "ID",
+        "Name",
+        "Source",
+        "Format",
+        "Arch",
+        "Params",
+        "Quant",
+        "Ctx",
+        "Size",
+        "Engines",
+    ):
+        table.add_column(column)
+    for model in listing.models:
+        table.add_row(
+            model.id,
+            Text(model.name + (f" ({model.error})" if model.error else "")),
+            model.source.value,
+            model.format.value,
+            model.architecture or "",
+            _count(model.parameter_count),
+            model.quantization or "",
+            str(model.context_length or ""),
+            format_bytes(model.size_bytes),
+            ", ".join(e.value for e in model.engines),
+        )
+    return Group(table, places)
+
+
+def library_model_view(model: LibraryModel) -> RenderableType:
+    return Text(f"{model.id} {model.name}: {format_bytes(model.size_bytes)} at {model.path}")
+
+
+def delete_view(result: DeleteResult) -> RenderableType:
+    verb = "Deleted" if result.executed else "Would delete"
+    lines = [f"{verb} {result.name}: {format_bytes(result.freed_bytes)} freed."]
+    if result.note:
+        lines.append(result.note)
+    return Text("\n".join(lines))

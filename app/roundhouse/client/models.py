@@ -1,0 +1,93 @@
+"""Download queue, library and fit calls of the daemon client (mixed into DaemonClient)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+
+from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadRequest
+from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
+
+M = TypeVar("M", bound=BaseModel)
+_JSON = {"Content-Type": "application/json"}
+# Adding resolves files on the Hub and a library scan reads headers: longer than usual.
+_SLOW = httpx.Timeout(120.0, connect=2.0)
+
+
+def _item(item_id: str, action: str = "") -> str:
+    return "/downloads/" + quote(item_id, safe="") + (f"/{action}" if action else "")
+
+
+class ModelsMixin:
+    """`/api/v1/downloads` and `/api/v1/library`."""
+
+    if TYPE_CHECKING:
+        # Provided by DaemonClient.
+        async def _request(self, method: str, path: str, model: type[M], **kwargs: Any) -> M: ...
+
+        def _stream(
+            self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
+        ) -> AsyncGenerator[tuple[str, str], None]: ...
+
+    # -- downloads ---------------------------------------------------------------------------
+
+    async def downloads(self) -> DownloadQueueView:
+        return await self._request("GET", "/downloads", DownloadQueueView)
+
+    async def add_download(self, request: DownloadRequest) -> DownloadQueueView:
+        body = request.model_dump_json()
+        return await self._request(
+            "POST", "/downloads", DownloadQueueView, content=body, headers=_JSON, timeout=_SLOW
+        )
+
+    async def download(self, item_id: str) -> DownloadItem:
+        return await self._request("GET", _item(item_id), DownloadItem)
+
+    async def pause_download(self, item_id: str) -> DownloadItem:
+        return await self._request("POST", _item(item_id, "pause"), DownloadItem)
+
+    async def resume_download(self, item_id: str) -> DownloadItem:
+        return await self._request("POST", _item(item_id, "resume"), DownloadItem, timeout=_SLOW)
+
+    async def cancel_download(self, item_id: str) -> DownloadItem:
+        return await self._request("POST", _item(item_id, "cancel"), DownloadItem)
+
+    async def clear_finished_downloads(self) -> DownloadQueueView:
+        return await self._request("POST", "/downloads/clear", DownloadQueueView)
+
+    async def follow_downloads(self) -> AsyncIterator[DownloadQueueView]:
+        """The queue now and after each change, until the daemon stops or the caller does."""
+        async with aclosing(self._stream("/downloads/stream", ("queue",))) as events:
+            async for _, data in events:
+                yield DownloadQueueView.model_validate_json(data)
+
+    # -- library -----------------------------------------------------------------------------
+
+    async def library(self, refresh: bool = False) -> LibraryList:
+        # Every listing is a scan (cached per file by size and mtime): `refresh` is accepted
+        # for callers that mean "look again", which is what each call does.
+        del refresh
+        return await self._request("GET", "/library", LibraryList, timeout=_SLOW)
+
+    async def library_model(self, model_id: str) -> LibraryModel:
+        return await self._request("GET", "/library/" + quote(model_id, safe=""), LibraryModel)
+
+    async def import_gguf(self, request: ImportRequest) -> LibraryModel:
+        body = request.model_dump_json()
+        return await self._request(
+            "POST", "/library/import", LibraryModel, content=body, headers=_JSON, timeout=_SLOW
+        )
+
+    async def delete_library_model(self, model_id: str, dry_run: bool = False) -> DeleteResult:
+        return await self._request(
+            "DELETE",
+            "/library/" + quote(model_id, safe=""),
+            DeleteResult,
+            params={"dry_run": "true" if dry_run else "false"},
+            timeout=_SLOW,
+        )

@@ -1,0 +1,31 @@
+"""Model downloads: a persisted queue that resumes with Range into the Hugging Face cache."""
+
+from roundhouse.core.models.downloads.errors import (
+    DiskFullError,
+    DownloadError,
+    DownloadStateError,
+    GatedRepoError,
+    HubAccessError,
+    NotEnoughSpaceError,
+    QuarantinedError,
+)
+from roundhouse.core.models.downloads.layout import RepoCache, hub_cache_dir
+from roundhouse.core.models.downloads.safety import UnsafeNameError
+from roundhouse.core.models.downloads.service import DownloadService, TokenSource
+from roundhouse.core.models.downloads.transfer import TransferPolicy
+
+__all__ = [
+    "DiskFullError",
+    "DownloadError",
+    "DownloadService",
+    "DownloadStateError",
+    "GatedRepoError",
+    "HubAccessError",
+    "NotEnoughSpaceError",
+    "QuarantinedError",
+    "RepoCache",
+    "TokenSource",
+    "TransferPolicy",
+    "UnsafeNameError",
+    "hub_cache_dir",
+]

@@ -1,0 +1,27 @@
+"""A change counter that followers wait on, like install jobs' and the scheduler's."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class Changes:
+    """Producers `touch()`; a follower remembers the version it saw and waits for a newer
+    one, so no change falls between two waits."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self._event = asyncio.Event()
+
+    def touch(self) -> None:
+        self.version += 1
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, seen: int, timeout_s: float) -> int:
+        """The version once it differs from `seen`, or after `timeout_s` regardless."""
+        if self.version == seen:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), timeout_s)
+        return self.version

@@ -1,0 +1,314 @@
+"""One file over HTTP into its partial file: Range resume, If-Range, stall retries with backoff.
+
+The partial file's bytes are the progress: a later attempt, or a later process, asks for the
+rest with `Range: bytes=<have>-`. What a crash may have left unflushed is not trusted: the
+file is cut back to the size last made durable (fsync) and recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import aiohttp
+import certifi
+
+from roundhouse.base.units import format_bytes
+from roundhouse.core.models.downloads.errors import DownloadError, GatedRepoError
+from roundhouse.core.models.downloads.layout import partial_size
+from roundhouse.core.models.downloads.writer import Opener, PartialWriter, open_partial
+
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+MiB = 1024 * 1024
+# An attempt that brought this much counts as progress: the count of failures starts over.
+PROGRESS_RESETS_FAILURES = MiB
+
+Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class TransferPolicy:
+    stall_timeout_s: float = 30.0
+    attempts: int = 5
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 60.0
+    connect_timeout_s: float = 30.0
+    buffer_bytes: int = 4 * MiB
+    # A slow transfer still reaches the file (and the progress) this often.
+    flush_every_s: float = 0.5
+    progress_every_s: float = 0.25
+    # fsync and record the durable size this often: at most what a crash costs.
+    checkpoint_every_s: float = 2.0
+
+    def backoff(self, failures: int) -> float:
+        return float(min(self.backoff_cap_s, self.backoff_base_s * 2 ** max(0, failures - 1)))
+
+
+@dataclass
+class TransferPlan:
+    label: str  # how to name the file to a user: "org/name: path"
+    url: str
+    partial: Path
+    size: int
+    headers: dict[str, str]  # authorization and user agent
+    durable: int = 0  # bytes of the partial known to be on disk
+    validator: str | None = None  # the server's strong ETag for those bytes (If-Range)
+
+
+class TransferHooks(Protocol):
+    def attempt_started(self, offset: int) -> None: ...
+    def received(self, received: int) -> None: ...  # every chunk: keep it cheap
+    def progress(self, received: int) -> None: ...  # a few times a second
+    async def checkpoint(self, durable: int, validator: str | None) -> None: ...
+    def retrying(self, reason: str, delay_s: float) -> None: ...
+
+
+def new_session() -> aiohttp.ClientSession:
+    """The HTTP session downloads use: aiohttp for its C parser (httpx reached half of
+    curl's speed here, aiohttp more than curl's), the proxy from the environment and
+    certifi's certificates, as huggingface_hub and httpx use; nothing decompressed."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=context),
+        trust_env=True,
+        auto_decompress=False,
+    )
+
+
+class _Retry(Exception):
+    """The attempt ended early for a reason worth another try; the partial is kept."""
+
+    def __init__(self, reason: str, *, restart: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.restart = restart  # the partial is no good: start from byte 0
+
+
+class Transfer:
+    """Fetch `plan.url` until the partial file holds `plan.size` bytes, or raise
+    DownloadError; cancellation leaves the partial synced and recorded."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        plan: TransferPlan,
+        hooks: TransferHooks,
+        policy: TransferPolicy,
+        *,
+        opener: Opener = open_partial,
+        monotonic: Clock,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._session = session
+        self.plan = plan
+        self._hooks = hooks
+        self._policy = policy
+        self._opener = opener
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._received = 0
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            offset = await asyncio.to_thread(self._resume_point)
+            if offset != self.plan.durable:
+                await self._checkpoint(offset)  # cut back, or started over: say so first
+            if offset == self.plan.size:
+                return
+            try:
+                await self._attempt(offset)
+                return
+            except _Retry as exc:
+                if exc.restart:
+                    self.plan.validator = None
+                    await self._checkpoint(0)
+                failures = 0 if self._received - offset >= PROGRESS_RESETS_FAILURES else failures
+                failures += 1
+                if failures >= self._policy.attempts:
+                    raise DownloadError(
+                        f"Downloading {self.plan.label} failed: {exc.reason}, {failures} times "
+                        f"in a row. The {format_bytes(self.plan.durable)} downloaded so far "
+                        "are kept: check the connection, then resume."
+                    ) from exc
+                delay = self._policy.backoff(failures)
+                self._hooks.retrying(exc.reason, delay)
+                await self._sleep(delay)
+
+    def _resume_point(self) -> int:
+        """Where to continue: the partial's size, cut back to what was recorded durable."""
+        if self.plan.size == 0:
+            self.plan.partial.write_bytes(b"")  # nothing to fetch, but a file to install
+            self._received = 0
+            return 0
+        have = partial_size(self.plan.partial)
+        offset = min(have, self.plan.durable)
+        if offset > self.plan.size:
+            offset = 0
+        if have > offset:
+            with self.plan.partial.open("r+b") as handle:
+                handle.truncate(offset)
+        self._received = offset
+        return offset
+
+    async def _attempt(self, offset: int) -> None:
+        headers = {**self.plan.headers, "Accept-Encoding": "identity"}
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+            if self.plan.validator:
+                headers["If-Range"] = self.plan.validator
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=self._policy.connect_timeout_s,
+            sock_read=self._policy.stall_timeout_s,  # no byte for this long: a stall
+        )
+        self._hooks.attempt_started(offset)
+        try:
+            # Redirects are followed; one to another origin (the CDN) loses the
+            # Authorization header on the way (aiohttp drops it, as huggingface_hub does).
+            async with self._session.get(
+                self.plan.url, headers=headers, timeout=timeout, allow_redirects=True
+            ) as reply:
+                start = self._check(reply, offset)
+                await self._receive(reply, start)
+        except TimeoutError as exc:
+            raise _Retry(f"no data arrived for {self._policy.stall_timeout_s:g} s") from exc
+        except (aiohttp.TooManyRedirects, aiohttp.InvalidURL) as exc:
+            raise DownloadError(
+                f"Downloading {self.plan.label} failed: the server redirected too often or "
+                f"to an address Roundhouse does not follow ({exc}). Try again later."
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise _Retry(f"the connection failed ({exc or type(exc).__name__})") from exc
+        if self._received < self.plan.size:
+            raise _Retry("the connection ended early")
+
+    def _check(self, reply: aiohttp.ClientResponse, offset: int) -> int:
+        """Where the reply's bytes start (0 when the server sends the whole file)."""
+        status = reply.status
+        encoding = reply.headers.get("content-encoding", "identity").lower()
+        if status in (200, 206) and encoding not in ("identity", ""):
+            raise _Retry(f"the server compressed the file ({encoding})", restart=True)
+        if status == 206:
+            found = _CONTENT_RANGE.match(reply.headers.get("content-range", ""))
+            if not found:
+                raise _Retry("the server sent a range without saying which", restart=True)
+            self._check_size(None if found.group(3) == "*" else int(found.group(3)))
+            if int(found.group(1)) != offset:
+                raise _Retry("the server resumed at the wrong place", restart=True)
+            self._take_validator(reply)
+            return offset
+        if status == 200:
+            length = reply.headers.get("content-length")
+            self._check_size(int(length) if length and length.isdigit() else None)
+            self._take_validator(reply)
+            return 0  # a whole file: to a Range request it means the file changed
+        if status == 416:
+            raise _Retry("the server refused to resume", restart=True)
+        if status in (408, 429) or status >= 500:
+            raise _Retry(f"the server answered HTTP {status}")
+        raise self._refusal(reply)
+
+    def _check_size(self, total: int | None) -> None:
+        if total is not None and total != self.plan.size:
+            raise DownloadError(
+                f"The server offers {total:,} bytes for {self.plan.label}, but the Hub lists "
+                f"{self.plan.size:,}. The repository may have changed: add the download again."
+            )
+
+    def _take_validator(self, reply: aiohttp.ClientResponse) -> None:
+        etag = reply.headers.get("etag")
+        # If-Range takes only a strong validator (RFC 9110 13.1.5).
+        self.plan.validator = etag if etag and not etag.startswith("W/") else None
+
+    def _refusal(self, reply: aiohttp.ClientResponse) -> DownloadError:
+        code = reply.headers.get("x-error-code", "")
+        status = reply.status
+        if code == "GatedRepo" or (status in (401, 403) and "gated" in code.lower()):
+            return GatedRepoError(
+                f"{self.plan.label} is in a gated repository: accept its terms on "
+                "huggingface.co, store your Hugging Face token in Roundhouse, then resume."
+            )
+        if status in (401, 403):
+            return GatedRepoError(
+                f"The Hub refused {self.plan.label} (HTTP {status}): the repository is private "
+                "or gated. Store a Hugging Face token that may read it, then resume."
+            )
+        if status == 404:
+            return DownloadError(
+                f"{self.plan.label} is no longer on the Hub at that commit; add the download "
+                "again to get the current files."
+            )
+        return DownloadError(
+            f"The Hub answered HTTP {status} for {self.plan.label}; try again later."
+        )
+
+    async def _receive(self, reply: aiohttp.ClientResponse, start: int) -> None:
+        policy = self._policy
+        writer = await PartialWriter.open(self.plan.partial, start, self._opener)
+        self._received = start
+        self._hooks.received(start)
+        if start < self.plan.durable:  # started over: the file was emptied
+            await self._checkpoint(start)
+        # Chunks as they came (no copy into one buffer), handed to the writer by the MiB.
+        chunks: list[bytes] = []
+        buffered = 0
+        now = self._monotonic()
+        last_flush = last_progress = last_checkpoint = now
+        keep = True
+        try:
+            async for chunk in reply.content.iter_any():
+                self._received += len(chunk)
+                if self._received > self.plan.size:
+                    keep = False
+                    raise DownloadError(
+                        f"The server sent more than the {self.plan.size:,} bytes of "
+                        f"{self.plan.label}; the extra was not kept. Try again later."
+                    )
+                chunks.append(chunk)
+                buffered += len(chunk)
+                self._hooks.received(self._received)
+                now = self._monotonic()
+                if now - last_progress >= policy.progress_every_s:
+                    last_progress = now
+                    self._hooks.progress(self._received)
+                if buffered < policy.buffer_bytes and now - last_flush < policy.flush_every_s:
+                    continue
+                sync = now - last_checkpoint >= policy.checkpoint_every_s
+                await writer.write(chunks, sync=sync)
+                chunks, buffered, last_flush = [], 0, now
+                if sync:
+                    last_checkpoint = now
+                if writer.synced != self.plan.durable:
+                    await self._checkpoint(writer.synced)
+        except DownloadError:
+            keep = False
+            raise
+        finally:
+            await self._finish(writer, chunks if keep else [])
+
+    async def _finish(self, writer: PartialWriter, chunks: list[bytes]) -> None:
+        """Write what was received (valid bytes, even when the connection broke) and
+        record what is durable; the write's own failure is raised unless another error is
+        on its way. A complete file is not synced here: the runner does it before the
+        digest check, so the transfer's speed is the network's."""
+        try:
+            if chunks:
+                await writer.write(chunks)
+        finally:
+            try:
+                await writer.close(sync=writer.written < self.plan.size)
+            finally:
+                self._received = writer.written
+                self._hooks.progress(writer.written)
+                await self._checkpoint(writer.synced)
+
+    async def _checkpoint(self, durable: int) -> None:
+        self.plan.durable = durable
+        await self._hooks.checkpoint(durable, self.plan.validator)

@@ -1,0 +1,105 @@
+"""huggingface_hub's errors turned into Roundhouse errors that say what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from huggingface_hub import errors as hf_errors
+
+from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
+
+# huggingface_hub raises its HTTP library's errors for network failures (httpx in 1.x,
+# httpx2 in 2.x); `errors.HTTPError` is that library's base class.
+_NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    getattr(hf_errors, "HTTPError", hf_errors.HfHubHTTPError),
+    OSError,
+)
+TOKENS_PAGE = "https://huggingface.co/settings/tokens"
+
+
+class HubUnavailableError(RoundhouseError):
+    """The Hub cannot be reached, is switched off (offline mode) or answered with an error."""
+
+    title = "Hugging Face unavailable"
+    status = 503
+
+
+class GatedModelError(RoundhouseError):
+    """The repository is gated and the token (if any) has not been granted access."""
+
+    title = "Gated model"
+    status = 403
+
+
+class HubTokenError(RoundhouseError):
+    """The Hub refused the token."""
+
+    title = "Hugging Face token refused"
+    status = 401
+
+
+def status_of(exc: hf_errors.HfHubHTTPError) -> int | None:
+    return exc.response.status_code if exc.response is not None else None
+
+
+@contextmanager
+def hub_errors(
+    repo: str | None = None, revision: str | None = None, site: str | None = None
+) -> Iterator[None]:
+    """Run huggingface_hub calls; their errors leave as the typed errors above. `site` is
+    the Hub's address for the links in messages (None: huggingface.co)."""
+    try:
+        yield
+    except hf_errors.GatedRepoError as exc:  # before RepositoryNotFoundError: a subclass
+        page = f"{(site or 'https://huggingface.co').rstrip('/')}/{repo}"
+        raise GatedModelError(
+            f"{repo} is gated: accept its license on {page} while "
+            "logged in, then store a Hugging Face token of that account in Roundhouse "
+            f"(make one at {TOKENS_PAGE})."
+        ) from exc
+    except hf_errors.RepositoryNotFoundError as exc:
+        raise NotFoundError(
+            f"No model named {repo} on Hugging Face (or it is private): check the name, or "
+            "store a token of an account that may read it."
+        ) from exc
+    except hf_errors.RevisionNotFoundError as exc:
+        raise NotFoundError(
+            f"{repo} has no revision {revision!r}: give a branch, tag or commit it has "
+            "('main' is the usual one)."
+        ) from exc
+    except hf_errors.DisabledRepoError as exc:
+        raise NotFoundError(f"{repo} was disabled on Hugging Face and cannot be used.") from exc
+    except hf_errors.HFValidationError as exc:
+        raise InvalidInputError(
+            f"{repo!r} is not a Hugging Face repository id: write it as owner/name."
+        ) from exc
+    except hf_errors.HfHubHTTPError as exc:
+        status = status_of(exc)
+        if status == 401:
+            raise HubTokenError(
+                "Hugging Face refused the token (HTTP 401): it is wrong, expired or "
+                f"revoked. Make a new one at {TOKENS_PAGE} and store it again, or clear it."
+            ) from exc
+        raise HubUnavailableError(
+            f"Hugging Face answered HTTP {status}{_about(repo)}: try again later."
+        ) from exc
+    except hf_errors.OfflineModeIsEnabled as exc:
+        raise HubUnavailableError(
+            "Hugging Face is switched off on this machine (HF_HUB_OFFLINE is set): unset it "
+            "and restart Roundhouse to search or download; local models still work."
+        ) from exc
+    except _NETWORK_ERRORS as exc:
+        raise HubUnavailableError(
+            f"Cannot reach Hugging Face{_about(repo)}: {_reason(exc)}. Check the network "
+            "connection (and a proxy or HF_ENDPOINT, if set), then try again."
+        ) from exc
+
+
+def _about(repo: str | None) -> str:
+    return f" about {repo}" if repo else ""
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,63 @@
+"""The daemon's model services, built and closed together: the download queue and the library."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.models.downloads.layout import hub_cache_dir
+from roundhouse.core.models.downloads.service import DownloadService
+from roundhouse.core.models.library.ollama_source import default_ollama_access
+from roundhouse.core.models.library.places import library_places
+from roundhouse.core.models.library.service import LibraryService
+from roundhouse.server.services import DaemonServices
+
+log = logging.getLogger(__name__)
+
+MODELS_DIR = "models"
+
+
+async def open_models(services: DaemonServices) -> None:
+    """Build the library and the download queue; downloads that were running when the last
+    daemon stopped continue from their partial files."""
+    data = services.home.data_dir / MODELS_DIR
+    data.mkdir(parents=True, exist_ok=True)
+    hub = services.hub_service()
+
+    def cache_dir() -> Path:
+        # Read per use: a changed `models_dir` applies to the next download.
+        return hub_cache_dir(services.settings.models_dir)
+
+    services.library = LibraryService(
+        lambda: library_places(
+            services.settings.models_dir,
+            services.settings.models.library_folders,
+            services.home.data_dir,
+        ),
+        ollama=default_ollama_access(),
+        cache_file=data / "library-facts.json",
+    )
+    downloads = DownloadService(
+        data,
+        hub_cache=cache_dir,
+        settings=lambda: services.settings.models,
+        token=hub.tokens.token,
+        endpoint=hub.endpoint,
+    )
+    try:
+        await downloads.start()
+    except (RoundhouseError, OSError, sqlite3.Error) as exc:
+        # A damaged queue costs the download routes (which say why), not the daemon's start.
+        log.error("The download queue cannot open: %s", exc)
+        services.downloads_error = f"The download queue cannot open: {exc}"
+        return
+    services.downloads = downloads
+
+
+async def close_models(services: DaemonServices) -> None:
+    if services.downloads is not None:
+        await services.downloads.close()
+    if services.hub is not None:
+        services.hub.close()
