@@ -139,3 +139,29 @@ def test_pull_of_an_unknown_choice_names_the_choices(hub_daemon: DaemonProcess) 
     done = roundhouse(hub_daemon, "models", "pull", GGUF_REPO, "Q3_K_S")
     assert done.returncode == 2
     assert "Q4_K_M" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fit_before_download_and_for_a_library_model(hub_daemon: DaemonProcess) -> None:
+    # Sized from the GGUF header over HTTP Range: nothing is downloaded.
+    done = roundhouse(hub_daemon, "models", "fit", GGUF_REPO, "Q8_0", "--ctx", "512", "--json")
+    assert done.returncode == 0, done.stderr
+    fit = json.loads(done.stdout)
+    assert fit["group"] == "Q8_0"
+    report = fit["report"]
+    # This machine: no GPU in CI, so the tiny model runs on the CPU.
+    assert report["verdict"] in {"full_gpu", "cpu_only"}
+    assert report["weights_bytes"] > 0 and report["kv_bytes"] > 0
+    assert report["context_length"] == 512
+    shown = roundhouse(hub_daemon, "models", "fit", GGUF_REPO)
+    assert shown.returncode == 0 and "Memory per device" in shown.stdout
+
+    assert roundhouse(hub_daemon, "models", "pull", GGUF_REPO, "Q4_K_M").returncode == 0
+    listing = json.loads(roundhouse(hub_daemon, "models", "ls", "--json").stdout)
+    entry = next(m for m in listing["models"] if m["quantization"] == "Q4_K_M")
+    local = json.loads(
+        roundhouse(hub_daemon, "models", "fit", "--library", entry["id"], "--json").stdout
+    )
+    assert local["report"]["weights_bytes"] > 0
+
+    both = roundhouse(hub_daemon, "models", "fit", GGUF_REPO, "--library", entry["id"])
+    assert both.returncode == 2 and "repo" in both.stderr

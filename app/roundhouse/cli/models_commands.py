@@ -198,3 +198,57 @@ def import_(ctx: click.Context, path: str, folder: str | None, as_json: bool) ->
 
     request = ImportRequest(path=str(Path(path).absolute()), folder=folder)
     show_from_daemon(ctx, as_json, lambda c: c.import_gguf(request), library_model_view)
+
+
+@models.command("fit")
+@click.argument("repo", required=False)
+@click.argument("choice", required=False)
+@click.option("--library", "library_id", metavar="ID", help="A local model (from `models ls`).")
+@click.option("--revision", default="main", show_default=True)
+@click.option("--ctx", "context_length", type=click.IntRange(1), help="Context per request.")
+@click.option("--parallel", type=click.IntRange(1, 256), default=1, show_default=True)
+@click.option(
+    "--cache-type",
+    type=click.Choice(["f16", "q8_0", "q4_0"]),
+    default="f16",
+    show_default=True,
+    help="KV cache type (K and V).",
+)
+@click.option("--gpu-layers", type=click.IntRange(0), help="llama.cpp's -ngl; default: auto.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def fit(
+    ctx: click.Context,
+    repo: str | None,
+    choice: str | None,
+    library_id: str | None,
+    revision: str,
+    context_length: int | None,
+    parallel: int,
+    cache_type: str,
+    gpu_layers: int | None,
+    as_json: bool,
+) -> None:
+    """Will it fit? Memory per device for a Hub model (before downloading) or a local one:
+    a verdict, the breakdown, and what would make it fit."""
+    from pydantic import ValidationError
+
+    from roundhouse.api.fit import CacheType, FitOptions, FitQuery
+    from roundhouse.cli.main import show_from_daemon
+    from roundhouse.cli.models_view import fit_view
+    from roundhouse.cli.output import fail
+
+    try:
+        options = FitOptions(
+            context_length=context_length,
+            n_parallel=parallel,
+            cache_type_k=CacheType(cache_type),
+            cache_type_v=CacheType(cache_type),
+            gpu_layers=gpu_layers,
+        )
+        query = FitQuery(
+            repo=repo, revision=revision, group=choice, library_id=library_id, options=options
+        )
+    except ValidationError as exc:
+        fail("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()), code=2)
+    show_from_daemon(ctx, as_json, lambda c: c.fit_model(query), fit_view)

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from roundhouse.api.downloads import DownloadItem, DownloadQueueView
+from roundhouse.api.fit import FitVerdict, ModelFit
 from roundhouse.api.hub import HubModelDetails, HubSearchResult, HubTokenStatus
 from roundhouse.api.library import DeleteResult, LibraryList, LibraryModel
 from roundhouse.base.units import format_bytes, format_duration
@@ -154,3 +155,39 @@ def delete_view(result: DeleteResult) -> RenderableType:
     if result.note:
         lines.append(result.note)
     return Text("\n".join(lines))
+
+
+_VERDICT_STYLE = {
+    FitVerdict.FULL_GPU: "green",
+    FitVerdict.PARTIAL_OFFLOAD: "yellow",
+    FitVerdict.CPU_ONLY: "yellow",
+    FitVerdict.DOES_NOT_FIT: "red",
+}
+
+
+def fit_view(fit: ModelFit) -> RenderableType:
+    report = fit.report
+    head = Text(f"{fit.target}: ", style="bold")
+    head.append(report.summary, style=_VERDICT_STYLE.get(report.verdict, ""))
+    facts = Text(
+        f"{report.engine.value}, context {report.context_length} x {report.n_parallel}, "
+        f"-ngl {report.gpu_layers}/{report.total_layers}",
+        style="dim",
+    )
+    table = Table(title="Memory per device", title_justify="left")
+    for column in ("Device", "Weights", "KV cache", "Compute", "Runtime", "Total", "Free", ""):
+        table.add_column(column)
+    for device in report.devices:
+        table.add_row(
+            device.label,
+            format_bytes(device.weights_bytes),
+            format_bytes(device.kv_bytes),
+            format_bytes(device.compute_bytes),
+            format_bytes(device.footprint_bytes),
+            format_bytes(device.total_bytes),
+            format_bytes(device.free_bytes),
+            Text("fits", style="green") if device.fits else Text("short", style="red"),
+        )
+    parts: list[RenderableType] = [head, facts, table]
+    parts += [Text(f"• {a.text}") for a in report.advice]
+    return Group(*parts)

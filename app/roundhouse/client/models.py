@@ -11,6 +11,7 @@ import httpx
 from pydantic import BaseModel
 
 from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadRequest
+from roundhouse.api.fit import FitQuery, ModelFit
 from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
 
 M = TypeVar("M", bound=BaseModel)
@@ -90,4 +91,12 @@ class ModelsMixin:
             DeleteResult,
             params={"dry_run": "true" if dry_run else "false"},
             timeout=_SLOW,
+        )
+
+    # -- fit ---------------------------------------------------------------------------------
+
+    async def fit_model(self, query: FitQuery) -> ModelFit:
+        body = query.model_dump_json()
+        return await self._request(
+            "POST", "/fit", ModelFit, content=body, headers=_JSON, timeout=_SLOW
         )

@@ -10,6 +10,7 @@ from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
 from roundhouse.server.routes.chats import router as chats_router
 from roundhouse.server.routes.downloads import router as downloads_router
+from roundhouse.server.routes.fit import router as fit_router
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
 from roundhouse.server.routes.gateway_admin import router as gateway_admin_router
 from roundhouse.server.routes.gateway_control import router as gateway_control_router
@@ -44,6 +45,7 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(hub_router)
     api.include_router(downloads_router)
     api.include_router(library_router)
+    api.include_router(fit_router)
     app.include_router(api)
 
     # Inner first. /v1 needs the gateway key once one is set; the daemon's token, which the

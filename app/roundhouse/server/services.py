@@ -21,6 +21,7 @@ from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.models.downloads.service import DownloadService
 from roundhouse.core.models.hub.service import HubService
 from roundhouse.core.models.library.service import LibraryService
+from roundhouse.core.models.model_fit import ModelFitter
 from roundhouse.core.sampler import Sampler
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class DaemonServices:
     downloads: DownloadService | None = None
     downloads_error: str | None = None
     library: LibraryService | None = None
+    fitter: ModelFitter | None = None
     # Made on first use, over the instance service.
     gateway_state: Gateway | None = None
     # The gateway's API key, read from the keyring at start and cached for every request.
@@ -119,6 +121,11 @@ class DaemonServices:
         if self.library is None:
             raise RuntimeError("the daemon was built without a library")
         return self.library
+
+    def model_fitter(self) -> ModelFitter:
+        if self.fitter is None:
+            self.fitter = ModelFitter(self.hub_service(), self.library_service(), self.inventory)
+        return self.fitter
 
     def gateway(self) -> Gateway:
         if self.gateway_state is None:
