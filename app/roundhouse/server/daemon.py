@@ -31,6 +31,7 @@ from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import EngineResolver, InstanceService
 from roundhouse.core.logs import configure_logging
+from roundhouse.core.models.hub_cache import hub_cache_dir
 from roundhouse.core.ports import PortInUseError, bind_listener
 from roundhouse.core.sampler import Sampler
 from roundhouse.core.settings import load_settings
@@ -62,11 +63,7 @@ class ServeOptions:
 
 def models_dir(settings: Settings) -> Path:
     """Where models are stored: the setting, else the Hugging Face cache."""
-    if settings.models_dir:
-        return Path(settings.models_dir).expanduser()
-    hf_home = os.environ.get("HF_HOME")
-    base = Path(hf_home) if hf_home else Path.home() / ".cache" / "huggingface"
-    return Path(os.environ.get("HF_HUB_CACHE") or base / "hub")
+    return hub_cache_dir(settings.models_dir)
 
 
 def engine_detector(home: Home) -> Callable[[Settings], EnginesOverview]:

@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.models.downloads.layout import hub_cache_dir
 from roundhouse.core.models.downloads.service import DownloadService
+from roundhouse.core.models.hub_cache import hub_cache_dir
 from roundhouse.core.models.library.ollama_source import default_ollama_access
 from roundhouse.core.models.library.places import library_places
 from roundhouse.core.models.library.service import LibraryService

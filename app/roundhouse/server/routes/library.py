@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi import APIRouter, Query
 
 from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
+from roundhouse.core.errors import ConflictError
 from roundhouse.server.deps import Services
+from roundhouse.server.services import DaemonServices
 
 router = APIRouter(prefix="/library", tags=["library"])
 
@@ -33,5 +37,24 @@ async def delete(
     services: Services,
     dry_run: bool = Query(default=False, description="say what would be freed, delete nothing"),
 ) -> DeleteResult:
-    """Delete a model's files (what no other model uses) and say how much was freed."""
-    return await services.library_service().delete(model_id, dry_run=dry_run)
+    """Delete a model's files (what no other model uses) and say how much was freed. A model
+    a running instance has loaded is refused: stop the instance first."""
+    library = services.library_service()
+    if not dry_run:
+        _refuse_if_loaded(await library.get(model_id), services)
+    return await library.delete(model_id, dry_run=dry_run)
+
+
+def _refuse_if_loaded(model: LibraryModel, services: DaemonServices) -> None:
+    files = {_same(p) for p in [model.path or "", *model.paths] if p}
+    for info in services.instance_service().all(memory=False):
+        loaded = info.options.model if info.options else None
+        if loaded and _same(loaded) in files:
+            raise ConflictError(
+                f"{model.name} is loaded by instance {info.id} ({info.engine.value}): stop it "
+                "first, then delete the model."
+            )
+
+
+def _same(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))

@@ -9,10 +9,11 @@ from roundhouse.core.models.downloads.errors import (
     NotEnoughSpaceError,
     QuarantinedError,
 )
-from roundhouse.core.models.downloads.layout import RepoCache, hub_cache_dir
+from roundhouse.core.models.downloads.layout import RepoCache
 from roundhouse.core.models.downloads.safety import UnsafeNameError
 from roundhouse.core.models.downloads.service import DownloadService, TokenSource
 from roundhouse.core.models.downloads.transfer import TransferPolicy
+from roundhouse.core.models.hub_cache import hub_cache_dir
 
 __all__ = [
     "DiskFullError",

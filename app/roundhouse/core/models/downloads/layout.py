@@ -18,7 +18,6 @@ import shutil
 import uuid
 from pathlib import Path
 
-from huggingface_hub.constants import HF_HUB_CACHE
 from huggingface_hub.file_download import repo_folder_name
 
 from roundhouse.core.models.downloads.safety import (
@@ -32,14 +31,6 @@ from roundhouse.core.models.downloads.safety import (
 log = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".incomplete"
-
-
-def hub_cache_dir(models_dir: str | None) -> Path:
-    """The hub cache downloads go to: `settings.models_dir` when set, else huggingface_hub's
-    (which honours HF_HUB_CACHE and HF_HOME)."""
-    if models_dir and models_dir.strip():
-        return Path(models_dir.strip()).expanduser()
-    return Path(HF_HUB_CACHE)
 
 
 class RepoCache:

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub.constants import HF_HUB_CACHE
-
 from roundhouse.api.settings import Settings
+from roundhouse.core.models.hub_cache import hub_cache_dir
 
 IMPORTED_DIR = "imported-models"
 _LMSTUDIO_SETTINGS_MAX = 1024 * 1024
@@ -28,13 +27,6 @@ class LibraryPlaces:
         if self.imported is not None:
             roots.append(self.imported)
         return roots
-
-
-def hub_cache_dir(models_dir: str | None) -> Path:
-    """`settings.models_dir` when set, else huggingface_hub's (HF_HUB_CACHE, HF_HOME)."""
-    if models_dir and models_dir.strip():
-        return Path(models_dir.strip()).expanduser()
-    return Path(HF_HUB_CACHE)
 
 
 def library_places(
