@@ -111,6 +111,7 @@ def test_pull_lands_in_the_hf_cache_and_the_library_lists_it(
     done = roundhouse(hub_daemon, "models", "pull", GGUF_REPO, "q8_0")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "tiny-llama-Q8_0.gguf" in done.stdout
+    assert "Q8_0:" in done.stdout  # the fit estimate, said before the download
 
     queue = json.loads(roundhouse(hub_daemon, "models", "downloads", "--json").stdout)
     item = next(i for i in queue["items"] if i["path"] == "tiny-llama-Q8_0.gguf")

@@ -50,6 +50,8 @@ async def pull_files(
     async with DaemonClient.for_home(home) as client:
         if not files:
             files = choose_files(await client.hub_model(repo, revision), choice)
+            if not as_json:
+                await _say_fit(client, repo, revision, choice)
         queued = await client.add_download(
             DownloadRequest(repo=repo, revision=revision, files=files)
         )
@@ -104,6 +106,21 @@ async def _show_progress(client: DaemonClient, ids: set[str]) -> list[DownloadIt
         except KeyboardInterrupt:  # pragma: no cover - interactive only
             console.print("The download goes on in the daemon: `roundhouse models downloads`.")
     return latest
+
+
+async def _say_fit(client: DaemonClient, repo: str, revision: str, choice: str | None) -> None:
+    """Before the download: will it fit on this machine? (Never a reason not to download.)"""
+    from roundhouse.api.fit import FitQuery
+    from roundhouse.cli.models_view import fit_line
+    from roundhouse.cli.output import console
+    from roundhouse.client import ClientError
+
+    try:
+        fit = await client.fit_model(FitQuery(repo=repo, revision=revision, group=choice))
+    except ClientError as exc:
+        console.print(f"[dim]No fit estimate: {exc}[/]", highlight=False)
+        return
+    console.print(fit_line(fit))
 
 
 def _mine(view: DownloadQueueView, ids: set[str]) -> list[DownloadItem]:

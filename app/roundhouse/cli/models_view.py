@@ -165,10 +165,16 @@ _VERDICT_STYLE = {
 }
 
 
+def fit_line(fit: ModelFit) -> Text:
+    """One line: the target and the verdict in its colour."""
+    head = Text(f"{fit.target}: ", style="bold")
+    head.append(fit.report.summary, style=_VERDICT_STYLE.get(fit.report.verdict, ""))
+    return head
+
+
 def fit_view(fit: ModelFit) -> RenderableType:
     report = fit.report
-    head = Text(f"{fit.target}: ", style="bold")
-    head.append(report.summary, style=_VERDICT_STYLE.get(report.verdict, ""))
+    head = fit_line(fit)
     facts = Text(
         f"{report.engine.value}, context {report.context_length} x {report.n_parallel}, "
         f"-ngl {report.gpu_layers}/{report.total_layers}",
