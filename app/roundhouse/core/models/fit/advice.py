@@ -72,8 +72,6 @@ def advise(
         return evaluate(model, budget, opts, engine, at)
 
     best = FitVerdict.FULL_GPU if budget.gpus else FitVerdict.CPU_ONLY
-    if engine in (FitEngine.VLLM, FitEngine.SGLANG, FitEngine.MLX) and budget.gpus:
-        best = FitVerdict.FULL_GPU
     advice: list[FitAdvice] = []
     if now.verdict == FitVerdict.PARTIAL_OFFLOAD and options.gpu_layers is None:
         n, top = now.gpu_layers, now.total_layers

@@ -66,6 +66,20 @@ def _gpu(info: GpuInfo) -> Gpu | None:
     return Gpu(info.index, label, info.vendor, free, total, info.unified, note)
 
 
+def _one_vendor(chosen: list[GpuInfo], notes: list[str]) -> list[GpuInfo]:
+    """One engine build drives one vendor's GPUs: keep the vendor with most free memory."""
+    vendors = {g.vendor for g in chosen}
+    if len(vendors) < 2:
+        return chosen
+
+    def free_of(vendor: GpuVendor) -> int:
+        return sum(g.memory_free_bytes or 0 for g in chosen if g.vendor == vendor)
+
+    best = max(vendors, key=free_of)
+    notes.append(f"only the {best.value} GPUs are used (one engine build per vendor)")
+    return [g for g in chosen if g.vendor == best]
+
+
 def build_budget(hardware: HardwareInventory, options: FitOptions) -> Budget:
     notes: list[str] = []
     seen = {g.index: g for g in hardware.gpus}
@@ -75,17 +89,7 @@ def build_budget(hardware: HardwareInventory, options: FitOptions) -> Budget:
             notes.append(f"no GPU with index {', '.join(map(str, missing))}: left out")
         chosen = [seen[i] for i in options.devices if i in seen]
     else:
-        chosen = [g for g in hardware.gpus if g.vendor in DEFAULT_VENDORS]
-        vendors = {g.vendor for g in chosen}
-        if len(vendors) > 1:
-            # One engine build drives one vendor's GPUs: keep the vendor with most memory.
-
-            def free_of(vendor: GpuVendor) -> int:
-                return sum(g.memory_free_bytes or 0 for g in chosen if g.vendor == vendor)
-
-            best = max(vendors, key=free_of)
-            chosen = [g for g in chosen if g.vendor == best]
-            notes.append(f"only the {best.value} GPUs are used (one engine build per vendor)")
+        chosen = _one_vendor([g for g in hardware.gpus if g.vendor in DEFAULT_VENDORS], notes)
         for g in hardware.gpus:
             if g.vendor not in DEFAULT_VENDORS:
                 notes.append(f"GPU {g.index} ({g.name}) not used: name it in devices to use it")

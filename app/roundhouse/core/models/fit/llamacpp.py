@@ -13,7 +13,7 @@ among the CPU alone, all layers on the GPU, and the N around where the GPUs fill
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from roundhouse.api.fit import DeviceKind, FitOptions, FitVerdict
@@ -138,19 +138,13 @@ def plan(c: Costs, budget: Budget, gpu_layers: int) -> tuple[Load, ...]:
     if budget.unified and on_gpu:
         # One pool: the RAM holds the GPU's share as well (mmapped weights once).
         shares = [load for load in loads if load.layers or load.weights]
-        ram = Load(
-            label=ram.label,
-            kind=ram.kind,
-            index=None,
-            free=ram.free,
+        ram = replace(
+            ram,
             weights=ram.weights + sum(x.weights for x in shares),
             kv=ram.kv + sum(x.kv for x in shares),
             compute=ram.compute + sum(x.compute for x in shares),
             footprint=ram.footprint + sum(x.footprint for x in shares),
-            layers=cpu_blocks,
-            capacity=ram.capacity,
             note="unified memory: includes the GPU's share",
-            margin=budget.margin,
         )
     return (*loads, ram)
 

@@ -30,7 +30,7 @@ def engine_gpus(budget: Budget) -> list[Gpu]:
 
 
 def _loads(
-    shape: ModelShape, gpus: list[Gpu], options: FitOptions, kv_total: int, budget: Budget
+    shape: ModelShape, gpus: list[Gpu], options: FitOptions, kv_total: int
 ) -> tuple[Load, ...]:
     tp = len(gpus)
     weights = shape.weight_bytes // tp
@@ -77,7 +77,7 @@ def evaluate(
     for tp in TP_SIZES:
         if tp > len(gpus) or (shape.n_head and shape.n_head % tp):
             continue
-        loads = _loads(shape, gpus[:tp], options, kv_total, budget)
+        loads = _loads(shape, gpus[:tp], options, kv_total)
         if all(load.fits for load in loads):
             return _outcome(FitVerdict.FULL_GPU, loads, top)
         if best is None or sum(x.short for x in loads) < sum(x.short for x in best):

@@ -33,12 +33,12 @@ def summary(outcome: Outcome, budget: Budget) -> str:
             "slower than all on the GPU."
         )
     if outcome.verdict == FitVerdict.CPU_ONLY:
-        lead = "Runs on the CPU only" if not budget.gpus else "No layer fits on the GPU"
         load = ram[0]
-        return f"{lead}: {_of(load.total, load.free)} in RAM."
+        return f"Runs on the CPU only: {_of(load.total, load.free)} in RAM."
     if outcome.notes and not outcome.loads:
         return f"Does not fit: {outcome.notes[0]}."
-    free = budget.ram_free if budget.unified else budget.ram_free + sum(g.free for g in budget.gpus)
+    # Unified memory is one pool: the RAM's free memory is all there is.
+    free = ram[0].free if budget.unified and ram else sum(x.free for x in outcome.loads)
     return (
         f"Does not fit: it needs {format_bytes(outcome.total)} and "
         f"{format_bytes(free)} is free in all ({format_bytes(outcome.missing)} short, "
@@ -53,6 +53,8 @@ def assumptions(
     trained = f" (trained for {shape.context_length:,})" if shape.context_length else ""
     per = f" x {options.n_parallel} requests at once" if options.n_parallel > 1 else ""
     said.append(f"Context: {ctx:,} tokens per request{per}{trained}.")
+    if ctx > shape.context_length > 0:
+        said.append("That is past the trained context: answers may degrade without RoPE scaling.")
     if engine in _GGUF_ENGINES:
         said.append(
             f"KV cache: K {options.cache_type_k}, V {options.cache_type_v}; flash attention "
@@ -70,7 +72,9 @@ def assumptions(
     if shape.kv_lora_rank:
         said.append("MLA: each layer caches one compressed vector per token.")
     if not shape.feed_forward_length and engine != FitEngine.VLLM:
-        said.append("Feed-forward width unknown: compute buffers assume 4 x the embedding.")
+        said.append(
+            "Feed-forward width not given: compute buffers use one derived from a block's weights."
+        )
     if engine in _GGUF_ENGINES or engine == FitEngine.MLX:
         footprint = "" if budget.unified else f" and {format_bytes(GPU_FOOTPRINT)} per GPU"
         said.append(

@@ -48,6 +48,8 @@ def shape_from_gguf(header: GgufHeader) -> ModelShape:
     head_dim = n_embd // n_head if n_head else 0
     kv_lora_rank = header.int_value(f"{arch}.attention.kv_lora_rank") or None
     window, swa_layers = sliding_window(header, n_layer)
+    by_name = {t.name: t.n_bytes for t in header.tensors}
+    embedding, output = by_name.get("token_embd.weight", 0), by_name.get("output.weight", 0)
     sizes = (n_embd, n_head, n_head_kv, head_dim, kv_lora_rank or 0, window or 0)
     if min(sizes) < 0 or min(kv_layers or [0]) < 0:
         raise GgufError("it gives a negative size for its attention or embeddings")
@@ -74,7 +76,24 @@ def shape_from_gguf(header: GgufHeader) -> ModelShape:
         n_expert=header.int_value(f"{arch}.expert_count") or 0,
         n_expert_used=header.int_value(f"{arch}.expert_used_count") or 0,
         n_head_kv_layers=tuple(kv_layers[:n_layer]) if kv_layers else (),
+        feed_forward_length=_widest_feed_forward(header, arch),
+        embedding_bytes=embedding,
+        # Tied embeddings: the head is the embedding table, loaded again for the GPU.
+        output_bytes=output if output else embedding,
     )
+
+
+def _widest_feed_forward(header: GgufHeader, arch: str) -> int:
+    """What a token's feed-forward is widest at: n_ff for a dense model; for a mixture of
+    experts, the experts used times their width plus the shared experts'."""
+    dense = layer_max(header, "feed_forward_length") or 0
+    expert = header.int_value(f"{arch}.expert_feed_forward_length") or 0
+    used = header.int_value(f"{arch}.expert_used_count") or 0
+    if not (expert and used):
+        return dense
+    shared_width = header.int_value(f"{arch}.expert_shared_feed_forward_length") or expert
+    shared = (header.int_value(f"{arch}.expert_shared_count") or 0) * shared_width
+    return max(dense, used * expert + shared)
 
 
 def sliding_window(header: GgufHeader, n_layer: int) -> tuple[int | None, tuple[bool, ...]]:
