@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.external import AttachSource
+from roundhouse.api.instance_memory import InstanceMemory
 
 
 class _Frozen(BaseModel):
@@ -93,6 +94,10 @@ class InstanceInfo(_Frozen):
     found_by: AttachSource | None = Field(default=None, description="how an external was found")
     name: str | None = Field(default=None, description="the name given to an added endpoint")
     needs_api_key: bool = False
+    memory: InstanceMemory | None = Field(
+        default=None,
+        description="after a load: the engine's own buffers per device beside the estimate",
+    )
 
 
 class InstanceList(_Frozen):

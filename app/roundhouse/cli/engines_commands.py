@@ -385,6 +385,28 @@ def metrics(ctx: click.Context, instance_id: str, as_json: bool) -> None:
 
 @engines.command()
 @click.argument("instance_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the instance's `memory`).")
+@click.pass_context
+def memory(ctx: click.Context, instance_id: str, as_json: bool) -> None:
+    """Show what an instance's engine allocated per device beside the fit estimate."""
+    from roundhouse.cli.memory_view import memory_view
+    from roundhouse.cli.output import console, print_json
+
+    async def main() -> InstanceInfo:
+        async with _client(ctx) as client:
+            return await client.instance(await _resolve_id(client, instance_id))
+
+    info = _run(main())
+    if not as_json:
+        console.print(memory_view(info))
+    elif info.memory is None:
+        click.echo("null")
+    else:
+        print_json(info.memory)
+
+
+@engines.command()
+@click.argument("instance_id")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl+C.")
 @click.option("--lines", "-n", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the lines as JSON.")

@@ -121,6 +121,7 @@ def instance_service(home: Home, settings: Settings, services: DaemonServices) -
         PresetStore(home.config_dir),
         engine_resolver(services),
         endpoints=EndpointStore(home.config_dir),
+        inventory=services.inventory,
     )
 
 

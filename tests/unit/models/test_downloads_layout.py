@@ -9,13 +9,14 @@ import pytest
 from huggingface_hub import hf_hub_download, scan_cache_dir
 
 from roundhouse.core.models.downloads import NotEnoughSpaceError
-from roundhouse.core.models.downloads.layout import RepoCache, hub_cache_dir, move_to_quarantine
+from roundhouse.core.models.downloads.layout import RepoCache, move_to_quarantine
 from roundhouse.core.models.downloads.rate import RollingRate
 from roundhouse.core.models.downloads.space import (
     check_space,
     disk_full_words,
     existing_folder,
 )
+from roundhouse.core.models.hub_cache import hub_cache_dir
 
 COMMIT = "1" * 40
 ETAG = "e" * 64

@@ -23,6 +23,7 @@ from roundhouse.api.engines import (
     LaunchParams,
 )
 from roundhouse.api.external import AttachSource, ExternalEngine
+from roundhouse.api.instance_memory import InstanceMemory
 from roundhouse.api.instances import (
     AddEndpointRequest,
     ExitInfo,
@@ -45,6 +46,7 @@ from roundhouse.core.instances.manager import (
     new_instance_id,
     terminate_tree,
 )
+from roundhouse.core.instances.memory import InventoryGetter, MemoryReader
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.ports import bind_listener
 from roundhouse.core.supervise import (
@@ -118,6 +120,8 @@ class _Entry:
     # An added endpoint saved with a key in the keyring: only then is the keyring read.
     has_key: bool = False
     probe_status: str | None = None
+    # What the engine allocated at its last load, beside the estimate.
+    memory: InstanceMemory | None = None
 
 
 class InstanceService:
@@ -133,8 +137,10 @@ class InstanceService:
         endpoints: EndpointStore | None = None,
         scanner: Scanner = scan_this_machine,
         secrets: tuple[SecretGet, SecretSet, SecretDelete] | None = None,
+        inventory: InventoryGetter | None = None,
     ) -> None:
         self._manager = manager
+        self._memory = MemoryReader(inventory)
         self.presets = presets
         self._resolve = resolve
         self._endpoints = endpoints
@@ -203,6 +209,8 @@ class InstanceService:
         while True:
             entry.status = InstanceStatus.STARTING
             entry.progress = None
+            entry.memory = None
+            hardware = self._memory.snapshot(entry.engine)
             params = LaunchParams(**entry.options.model_dump(), host=entry.host, port=entry.port)
             try:
                 instance = await self._manager.start(
@@ -233,6 +241,9 @@ class InstanceService:
                 entry.ready_at = time.time()
                 entry.models = instance.engine.identity.model_ids if instance.engine else ()
                 assert instance.engine is not None
+                entry.memory = await self._memory.read(
+                    entry.engine, entry.options, instance.engine.process.log, hardware
+                )
                 outcome = await instance.engine.process.wait()
                 entry.instance = None
                 if outcome.by_us:
@@ -307,6 +318,7 @@ class InstanceService:
             found_by=entry.found_by,
             name=entry.name,
             needs_api_key=entry.needs_api_key,
+            memory=entry.memory,
         )
 
     async def metrics(self, instance_id: str) -> InstanceMetrics:

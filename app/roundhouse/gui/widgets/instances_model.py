@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor
 
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.base.units import format_bytes, format_duration
+from roundhouse.gui.widgets.instances_memory import memory_tooltip
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -228,7 +229,7 @@ class InstancesModel(QAbstractTableModel):
             case Column.BASE_URL:
                 return f"OpenAI-compatible base URL of the engine itself: {info.base_url}"
             case Column.MEMORY:
-                return "Resident memory of the engine's whole process tree"
+                return memory_tooltip(info)
             case Column.ORIGIN:
                 if info.origin == InstanceOrigin.ADOPTED:
                     return "Started by an earlier run of the daemon and kept running"
