@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tests.fakes.hub import HubStandin
     from tests.fakes.releases.server import ReleaseServer
 
     from roundhouse.gui.app import Ui
@@ -327,3 +328,76 @@ async def take_tray(ui: Ui, grab: Grab, *, serving: bool) -> None:
     tray.models_menu.hide()
     tray.menu.hide()
     await asyncio.sleep(0.3)
+
+
+def start_hub_standin(tmp: Path) -> tuple[HubStandin, dict[str, str]]:
+    """The local Hugging Face Hub stand-in over the tests' tiny repos, and the environment
+    that points a daemon at it (its downloads go to a Hugging Face cache in `tmp`)."""
+    sys.path.insert(0, str(REPO))
+    from tests.fakes.hub import hub_env, start_hub
+    from tests.fakes.hub.build import build_test_repos
+
+    hub = start_hub(build_test_repos(tmp / "hub-repos"))
+    return hub, {**hub_env(hub), "HF_HOME": str(tmp / "hf")}
+
+
+async def take_models(ui: Ui, hub: HubStandin, grab: Grab) -> None:
+    """The Models page: a search with fit badges and a model's files; two downloads under
+    way (the Hub is slowed down), one paused; then the library with what they brought."""
+    from roundhouse.api.downloads import DownloadState
+    from roundhouse.gui.pages.models_page import DOWNLOADS_TAB, LIBRARY_TAB, SEARCH_TAB, ModelsPage
+
+    sys.path.insert(0, str(REPO))
+    from tests.fakes.hub.build import GGUF_REPO
+
+    page = ui.window.show_page("Models")
+    assert isinstance(page, ModelsPage)
+    search, details, panel = page.search, page.details, page.downloads
+    await wait_until(lambda: not search.busy and search.results.rowCount() > 0, 20, "a search")
+    search.query_edit.setText("tiny")
+    search.search()
+    await wait_until(lambda: not search.busy, 20, "the search")
+
+    def settled() -> bool:
+        badges = search.results.badge_texts()
+        return len(badges) == search.results.rowCount() and "estimating…" not in badges.values()
+
+    await wait_until(settled, 30, "the fit badges")
+    search.select_repo(GGUF_REPO)
+    await wait_until(lambda: details.details is not None, 20, "the model's page")
+    await wait_until(lambda: "estimating…" not in details.groups.badge_texts().values(), 20, "fits")
+    details.select_group("Q4_K_M")
+    await asyncio.sleep(0.8)
+    grab("models-search.png")
+
+    hub.set_faults({"repo": "*", "path": "*.gguf", "throttle_bps": 40_000})
+    for group in ("Q8_0", "F16"):
+        details.select_group(group)
+        details.download_selected()
+        queued = f"Queued {group}"
+        await wait_until(lambda q=queued: q in details.message_label.text(), 20, queued)
+    page.show_tab(DOWNLOADS_TAB)
+    await wait_until(lambda: len(panel.rows) == 3, 10, "three files")
+    first = panel.row_for("tiny-llama-Q8_0.gguf")
+    assert first is not None
+    await wait_until(lambda: first.item.bytes_done > 150_000, 20, "progress")
+    first.pause_button.click()
+    await wait_until(lambda: first.item.state == DownloadState.PAUSED, 10, "the pause")
+    await asyncio.sleep(1.5)
+    grab("models-downloads.png")
+    hub.clear_faults()
+    first.resume_button.click()
+
+    def all_done() -> bool:
+        return all(row.item.state == DownloadState.DONE for row in panel.rows.values())
+
+    await wait_until(all_done, 60, "the downloads")
+    page.show_tab(LIBRARY_TAB)
+    await wait_until(lambda: page.library.models.rowCount() >= 2, 20, "the library")
+    await wait_until(
+        lambda: "estimating…" not in page.library.models.badge_texts().values(), 20, "fits"
+    )
+    page.library.view.selectRow(0)
+    await asyncio.sleep(0.8)
+    grab("models-library.png")
+    page.show_tab(SEARCH_TAB)

@@ -28,11 +28,13 @@ from screenshot_steps import (
     PANEL_HEIGHT,
     REPO,
     SCREEN,
+    start_hub_standin,
     start_served_model,
     take_attach_dialog,
     take_chat,
     take_install_progress,
     take_instances,
+    take_models,
     take_ollama,
     take_quick_chat,
     take_settings,
@@ -41,6 +43,7 @@ from screenshot_steps import (
 )
 
 if TYPE_CHECKING:
+    from tests.fakes.hub import HubStandin
     from tests.fakes.ollama import OllamaStandin
     from tests.fakes.releases.server import ReleaseServer
 
@@ -139,7 +142,11 @@ def burn_cpu(seconds: float) -> subprocess.Popen[bytes]:
 
 
 async def take(
-    root: Path, daemon: subprocess.Popen[bytes], model: Path | None, releases: ReleaseServer
+    root: Path,
+    daemon: subprocess.Popen[bytes],
+    model: Path | None,
+    releases: ReleaseServer,
+    hub: HubStandin,
 ) -> list[Path]:
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
@@ -200,6 +207,7 @@ async def take(
         await take_quick_chat(ui, served[1], grab)
     await take_attach_dialog(ui, page, grab)
     await take_ollama(ui, grab)
+    await take_models(ui, hub, grab)
     await take_settings(ui, grab)
     await take_install_progress(ui, page, releases, grab)
     await take_tray(ui, grab, serving=served is not None)
@@ -234,6 +242,7 @@ def main() -> int:
     daemon: subprocess.Popen[bytes] | None = None
     ollama: OllamaStandin | None = None
     releases: ReleaseServer | None = None
+    hub: HubStandin | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="roundhouse-shots-") as tmp:
             root = Path(tmp) / "home"
@@ -242,6 +251,7 @@ def main() -> int:
             if llama_server is None:
                 print("no llama-server found: the instance screenshots are left out")
             ollama, releases = start_standins(Path(tmp))
+            hub, hub_environment = start_hub_standin(Path(tmp))
             env = {
                 "OLLAMA_HOST": f"127.0.0.1:{ollama.port}",
                 "ROUNDHOUSE_LLAMACPP_RELEASES_URL": releases.releases_url,
@@ -251,6 +261,8 @@ def main() -> int:
                 "PYTHON_KEYRING_BACKEND": "tests.fakes.keyring_backend.FileKeyring",
                 "ROUNDHOUSE_TEST_KEYRING": str(Path(tmp) / "keyring.json"),
                 "XDG_CONFIG_HOME": str(Path(tmp) / "config"),
+                # Hugging Face is the local Hub stand-in; downloads go to the temp folder.
+                **hub_environment,
             }
             daemon = start_daemon(root, llama_server, env)
             # History for the charts: quiet, a burst of load, quiet again.
@@ -268,7 +280,7 @@ def main() -> int:
             asyncio.set_event_loop(loop)
             restore_hooks = install_asyncgen_hooks(loop)
             try:
-                saved = loop.run_until_complete(take(root, daemon, model, releases))
+                saved = loop.run_until_complete(take(root, daemon, model, releases, hub))
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 restore_hooks()
@@ -283,6 +295,8 @@ def main() -> int:
             ollama.stop()
         if releases is not None:
             releases.__exit__(None, None, None)
+        if hub is not None:
+            hub.stop()
     for path in saved:
         print(path)
     return 0

@@ -32,7 +32,7 @@ def no_ollama_daemon(home_root: Path) -> Iterator[DaemonProcess]:
 def test_pages_in_order(ui: Ui) -> None:
     nav = ui.window.navigation
     titles = [nav.item(row).text() for row in range(nav.count())]
-    assert titles == ["Hardware", "Engines", "Ollama", "Chat", "Settings"]
+    assert titles == ["Hardware", "Engines", "Models", "Ollama", "Chat", "Settings"]
 
 
 def test_settings_round_trip_a_refusal_and_ollama_absent(

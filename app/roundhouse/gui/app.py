@@ -68,6 +68,7 @@ def build_ui(
     from roundhouse.gui.pages.chat_page import ChatPage
     from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
+    from roundhouse.gui.pages.models_page import ModelsPage
     from roundhouse.gui.pages.ollama_page import OllamaPage
     from roundhouse.gui.pages.settings_page import SettingsPage
     from roundhouse.gui.quick_chat import QuickChat
@@ -82,6 +83,7 @@ def build_ui(
     window.attach(bridge)
     window.add_page(HardwarePage(bridge), HardwarePage.title)
     window.add_page(EnginesPage(bridge), EnginesPage.title)
+    window.add_page(ModelsPage(bridge), ModelsPage.title)
     window.add_page(OllamaPage(bridge), OllamaPage.title)
     window.add_page(ChatPage(bridge), ChatPage.title)
     window.add_page(SettingsPage(bridge), SettingsPage.title)

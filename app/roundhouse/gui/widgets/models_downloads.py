@@ -1,0 +1,233 @@
+"""The download queue, live: one row per file, fed by the daemon's stream and repainted at
+most four times a second from the latest snapshot; the stream is followed again if it ends."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadState
+from roundhouse.base.units import format_bytes, format_duration
+from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
+from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.models_calls import ModelsCalls
+from roundhouse.gui.widgets.models_download_row import DownloadRow
+
+REPAINT_MS = 250
+FINISHED = frozenset({DownloadState.DONE, DownloadState.CANCELLED})
+
+
+def totals_in_words(view: DownloadQueueView) -> str:
+    """'1 downloading, 2 queued · 40.0 MiB of 120.0 MiB · 5.0 MiB/s, 16s left'."""
+    totals = view.totals
+    if not totals.unfinished_bytes:
+        count = len(view.items)
+        return "Nothing to download." if count == 0 else "Every download has ended."
+    parts = [f"{totals.active} downloading, {totals.queued} queued"]
+    parts.append(
+        f"{format_bytes(totals.unfinished_done_bytes)} of {format_bytes(totals.unfinished_bytes)}"
+    )
+    if totals.speed_bps > 0:
+        eta = f", {format_duration(totals.eta_s)} left" if totals.eta_s is not None else ""
+        parts.append(f"{format_bytes(totals.speed_bps)}/s{eta}")
+    return " · ".join(parts)
+
+
+class DownloadsPanel(QWidget):
+    """Follows the queue while connected; each action answers in the message line."""
+
+    counts_changed = Signal(int)  # unfinished files
+    item_finished = Signal(object)  # DownloadItem, once it is done
+
+    def __init__(
+        self, bridge: DaemonBridge, calls: ModelsCalls, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._calls = calls
+        self._follow: Follow | None = None
+        self._backoff = Backoff(first_s=1.0, max_s=30.0)
+        self._latest: DownloadQueueView | None = None
+        self._states: dict[str, DownloadState] | None = None
+        self._actions: dict[str, Call] = {}
+        self._reported = ""
+        self.rows: dict[str, DownloadRow] = {}
+        self.totals_label = QLabel("Waiting for the daemon…")
+        self.clear_button = QPushButton("Clear finished")
+        self.clear_button.setToolTip("Forget done and cancelled files (downloaded files stay)")
+        self.clear_button.clicked.connect(self.clear_finished)
+        header = QHBoxLayout()
+        header.addWidget(self.totals_label, 1)
+        header.addWidget(self.clear_button)
+        self.empty_label = QLabel("No downloads yet: choose a model under Search, then Download.")
+        self.empty_label.setObjectName("hint")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        content = QWidget()
+        self._rows_layout = QVBoxLayout(content)
+        self._rows_layout.setContentsMargins(0, 0, 8, 0)
+        self._rows_layout.addWidget(self.empty_label)
+        self._rows_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        self.where_label = QLabel()
+        self.where_label.setObjectName("hint")
+        self.message_label = QLabel()
+        self.message_label.setWordWrap(True)
+        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(header)
+        layout.addWidget(scroll, 1)
+        layout.addWidget(self.message_label)
+        layout.addWidget(self.where_label)
+
+        self._repaint = QTimer(self)
+        self._repaint.setSingleShot(True)
+        self._repaint.setInterval(REPAINT_MS)
+        self._repaint.timeout.connect(self.paint)
+        self._retry = QTimer(self)
+        self._retry.setSingleShot(True)
+        self._retry.timeout.connect(self.follow)
+        # Followed from the first time the page shows (`follow`), then while connected.
+        self._wanted = False
+        bridge.connected.connect(self._on_bridge_connected)
+        self.clear_button.setEnabled(False)
+
+    # -- following ----------------------------------------------------------------------
+
+    @property
+    def following(self) -> bool:
+        return self._follow is not None and not self._follow.done
+
+    def follow(self) -> None:
+        """Follow the queue from now on (a second call while following does nothing)."""
+        self._wanted = True
+        self._retry.stop()
+        if self.following or self._bridge.state != ConnectionState.CONNECTED:
+            return
+        self._follow = follow = self._calls.follow_downloads()
+        follow.received.connect(self._on_follow_received)
+        # Cancelled (the app closes, `stop`): not followed again.
+        follow.ended.connect(lambda: self._follow_again(follow, None))
+        follow.failed.connect(lambda failure: self._follow_again(follow, failure))
+
+    def stop(self) -> None:
+        self._wanted = False
+        self._retry.stop()
+        if self._follow is not None:
+            self._follow.cancel()
+
+    def _on_follow_received(self, view: DownloadQueueView) -> None:
+        self._backoff.reset()
+        if self._reported:
+            self._reported = ""
+            self.message_label.setText("")
+        self.show_queue(view)
+
+    def _follow_again(self, follow: Follow, failure: Failure | None) -> None:
+        """The stream ended while the page lives: follow again after a growing wait."""
+        connected = self._bridge.state == ConnectionState.CONNECTED
+        if follow is not self._follow or not connected or failure == NOT_CONNECTED:
+            return  # not connected: `connected` follows again
+        why = str(failure) if failure else "the daemon ended the stream"
+        if why != self._reported:
+            # Said once per reason, not at every retry.
+            self._reported = why
+            self.message_label.setText(f"The download list is not live ({why}); retrying.")
+        self._retry.start(int(self._backoff.next_delay() * 1000))
+
+    def _on_bridge_connected(self) -> None:
+        if self._wanted:
+            self.follow()
+
+    # -- showing ------------------------------------------------------------------------
+
+    def show_queue(self, view: DownloadQueueView) -> None:
+        """Take a snapshot (from the stream or an action's answer); painted within 250 ms."""
+        self._latest = view
+        if not self._repaint.isActive():
+            self._repaint.start()
+
+    def paint(self) -> None:
+        view = self._latest
+        if view is None:
+            return
+        wanted = {item.id for item in view.items}
+        for item_id in [i for i in self.rows if i not in wanted]:
+            self.rows.pop(item_id).deleteLater()
+        for index, item in enumerate(view.items):
+            row = self.rows.get(item.id)
+            if row is None:
+                row = self.rows[item.id] = DownloadRow(item)
+                row.action_requested.connect(self._on_row_action_requested)
+                row.set_busy(item.id in self._actions)
+                self._rows_layout.insertWidget(index + 1, row)
+            else:
+                row.show_item(item)
+        self.empty_label.setVisible(not view.items)
+        self.totals_label.setText(totals_in_words(view))
+        self.where_label.setText(f"Files go to the Hugging Face cache at {view.hub_cache}")
+        self.clear_button.setEnabled(any(item.state in FINISHED for item in view.items))
+        self._announce(view.items)
+
+    def _announce(self, items: list[DownloadItem]) -> None:
+        before, self._states = self._states, {item.id: item.state for item in items}
+        unfinished = sum(1 for item in items if item.state not in FINISHED)
+        self.counts_changed.emit(unfinished)
+        if before is None:
+            return  # the first snapshot: what finished earlier is not news
+        for item in items:
+            if item.state == DownloadState.DONE and before.get(item.id) != DownloadState.DONE:
+                self.item_finished.emit(item)
+
+    def row_states(self) -> dict[str, str]:
+        """Each file's state as shown, by path: for tests and the screenshots."""
+        return {row.item.path: row.item.state.value for row in self.rows.values()}
+
+    def row_for(self, path: str) -> DownloadRow | None:
+        return next((row for row in self.rows.values() if row.item.path == path), None)
+
+    # -- actions ------------------------------------------------------------------------
+
+    def clear_finished(self) -> None:
+        call = self._calls.clear_finished()
+        call.succeeded.connect(self.show_queue)
+        call.failed.connect(lambda failure: self._say(f"Not cleared: {failure}"))
+
+    def _on_row_action_requested(self, item_id: str, action: str) -> None:
+        if item_id in self._actions:
+            return
+        send = {"pause": self._calls.pause, "resume": self._calls.resume}.get(
+            action, self._calls.cancel
+        )
+        self._actions[item_id] = call = send(item_id)
+        if (row := self.rows.get(item_id)) is not None:
+            row.set_busy(True)
+        call.succeeded.connect(self._on_action_succeeded)
+        call.failed.connect(lambda failure: self._say(f"Could not {action} it: {failure}"))
+        call.finished.connect(lambda: self._on_action_finished(item_id))
+
+    def _on_action_succeeded(self, item: DownloadItem) -> None:
+        # Shown at once, in case the stream is slow to say it.
+        view = self._latest
+        if view is not None:
+            items = [item if known.id == item.id else known for known in view.items]
+            self.show_queue(view.model_copy(update={"items": items}))
+
+    def _on_action_finished(self, item_id: str) -> None:
+        self._actions.pop(item_id, None)
+        if (row := self.rows.get(item_id)) is not None:
+            row.set_busy(False)
+
+    def _say(self, text: str) -> None:
+        self.message_label.setText(text)

@@ -1,0 +1,323 @@
+"""The local model library: what is on disk and in Ollama, with import, delete and start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QItemSelection, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.engines import EngineId, EnginesOverview, EngineSpec, LaunchStyle
+from roundhouse.api.fit import FitQuery
+from roundhouse.api.instances import InstanceInfo
+from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
+from roundhouse.base.units import format_bytes
+from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.dialogs.start_dialog import StartDialog
+from roundhouse.gui.widgets.confirm import ask_to_confirm
+from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
+from roundhouse.gui.widgets.models_calls import ModelsCalls
+from roundhouse.gui.widgets.models_fit import FitCache, library_key
+from roundhouse.gui.widgets.models_library_rows import HEADERS, deletion_in_words, library_row
+from roundhouse.gui.widgets.ollama_tables import table_view
+
+VISIBLE_SETTLE_MS = 150
+
+
+def installed_engines(overview: EnginesOverview | None) -> list[EngineSpec]:
+    """Engines the daemon found and can start, in the catalog's order (as the Engines page)."""
+    if overview is None:
+        return []
+    found = {hit.id for hit in overview.detection.found}
+    return [s for s in overview.catalog.engines if s.launch != LaunchStyle.ATTACH and s.id in found]
+
+
+class LibraryView(QWidget):
+    """Lists when first shown and when asked; a finished download marks it stale."""
+
+    started = Signal(object)  # InstanceInfo, from the start dialog
+
+    def __init__(
+        self,
+        bridge: DaemonBridge,
+        calls: ModelsCalls,
+        fits: FitCache,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._calls = calls
+        self._fits = fits
+        self._listing: Call | None = None
+        self._action: Call | None = None
+        self._stale = True
+        self.listed: LibraryList | None = None
+        self.confirm_box: QMessageBox | None = None
+        self.file_dialog: QFileDialog | None = None
+        self.start_dialog: StartDialog | None = None
+        self.last_deleted: DeleteResult | None = None
+
+        self.models = BadgeTableModel(HEADERS, frozenset({4, 6, 7}), self)
+        self.view: QTableView = table_view(self.models)
+        self.view.setItemDelegateForColumn(self.models.badge_column, BadgeDelegate(self))
+        self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
+        self.view.doubleClicked.connect(lambda _: self.start_selected())
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Look through the model folders and Ollama again")
+        self.refresh_button.clicked.connect(lambda: self.refresh(rescan=True))
+        self.import_button = QPushButton("Import GGUF…")
+        self.import_button.setToolTip("Copy a .gguf file into Roundhouse's library folder")
+        self.import_button.clicked.connect(self.choose_import)
+        self.delete_button = QPushButton("Delete…")
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.start_button = QPushButton("Start…")
+        self.start_button.setToolTip("Start an engine with this model")
+        self.start_button.clicked.connect(self.start_selected)
+        buttons = QHBoxLayout()
+        for button in (self.refresh_button, self.import_button, self.delete_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.start_button)
+        self.status_label = QLabel("Not listed yet.")
+        self.status_label.setObjectName("hint")
+        self.status_label.setWordWrap(True)
+        self.message_label = QLabel()
+        self.message_label.setWordWrap(True)
+        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.message_label)
+        layout.addLayout(buttons)
+
+        self._visible_timer = QTimer(self)
+        self._visible_timer.setSingleShot(True)
+        self._visible_timer.setInterval(VISIBLE_SETTLE_MS)
+        self._visible_timer.timeout.connect(self.request_visible_fits)
+        self.view.verticalScrollBar().valueChanged.connect(self._settle_visible)
+        fits.changed.connect(self._on_fits_changed)
+        bridge.state_changed.connect(lambda _: self._update_actions())
+        self._update_actions()
+
+    # -- listing ------------------------------------------------------------------------
+
+    def mark_stale(self) -> None:
+        """Something changed on disk: list again now if shown, else when next shown."""
+        self._stale = True
+        if self.isVisible():
+            self.refresh()
+
+    def refresh_if_stale(self) -> None:
+        if self._stale:
+            self.refresh()
+
+    def refresh(self, *, rescan: bool = False) -> None:
+        if self._bridge.state != ConnectionState.CONNECTED or self._listing is not None:
+            return
+        self._stale = False
+        self.status_label.setText("Looking through the model folders…")
+        self._listing = call = self._calls.library(refresh=rescan)
+        call.succeeded.connect(self._on_listed)
+        call.failed.connect(lambda failure: self.status_label.setText(f"Not listed: {failure}"))
+        call.finished.connect(self._on_listing_finished)
+        self._update_actions()
+
+    def _on_listed(self, listed: LibraryList) -> None:
+        self.listed = listed
+        self.models.set_rows([library_row(model) for model in listed.models])
+        for model in listed.models:
+            self.models.set_badge(model.id, self._fits.badge(library_key(model.id)))
+        total = sum(model.size_bytes for model in listed.models)
+        count = len(listed.models)
+        words = [f"{count} model{'s' if count != 1 else ''}, {format_bytes(total)} on disk"]
+        words += [
+            f"{place.location}: {place.error}"
+            for place in listed.places
+            if place.error and place.available
+        ]
+        self.status_label.setText(" · ".join(words))
+        self._visible_timer.start()
+
+    def _on_listing_finished(self) -> None:
+        self._listing = None
+        self._update_actions()
+
+    def request_visible_fits(self) -> None:
+        for index in visible_rows(self.view):
+            model_id = self.models.row(index).key
+            self._fits.request(library_key(model_id), FitQuery(library_id=model_id))
+
+    def select_model(self, model_id: str) -> bool:
+        row = self.models.row_of(model_id)
+        if row is not None:
+            self.view.selectRow(row)
+        return row is not None
+
+    def selected(self) -> LibraryModel | None:
+        rows = self.view.selectionModel().selectedRows()
+        item = self.models.row(rows[0].row()).item if rows else None
+        return item if isinstance(item, LibraryModel) else None
+
+    def find(self, predicate: Callable[[LibraryModel], bool]) -> LibraryModel | None:
+        """The first model listed for which `predicate(model)` holds."""
+        models = self.listed.models if self.listed else []
+        return next((m for m in models if predicate(m)), None)
+
+    # -- import -------------------------------------------------------------------------
+
+    def choose_import(self) -> None:
+        box = QFileDialog(self, "Import a GGUF file", str(Path.home()))
+        box.setFileMode(QFileDialog.FileMode.ExistingFile)
+        box.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
+        box.fileSelected.connect(self.import_file)
+        box.finished.connect(self._on_file_dialog_finished)
+        self.file_dialog = box
+        # open(), not exec(): a nested event loop would stall qasync's tasks.
+        box.open()
+
+    def import_file(self, path: str) -> None:
+        if self._action is not None or not path:
+            return
+        name = Path(path).name
+        call = self._act(f"Importing {name}…", self._calls.import_gguf(ImportRequest(path=path)))
+        call.succeeded.connect(lambda model: self._say(f"Imported {model.name}."))
+
+    def _on_file_dialog_finished(self) -> None:
+        box, self.file_dialog = self.file_dialog, None
+        if box is not None:
+            box.deleteLater()
+
+    # -- delete -------------------------------------------------------------------------
+
+    def delete_selected(self) -> None:
+        """Ask the daemon what deleting would free, then ask the user."""
+        model = self.selected()
+        if model is None or self._action is not None:
+            return
+        call = self._act(
+            f"Working out what deleting {model.name} frees…",
+            self._calls.delete(model.id, dry_run=True),
+            refresh=False,
+        )
+        call.succeeded.connect(self._confirm_delete)
+
+    def _confirm_delete(self, plan: DeleteResult) -> None:
+        self._say("")
+        self.confirm_box = ask_to_confirm(
+            self.window(),
+            title="Delete a model",
+            text=f"Delete {plan.name}? This frees {format_bytes(plan.freed_bytes)}.",
+            detail=deletion_in_words(plan),
+            action="Delete",
+            on_confirm=lambda: self._delete(plan),
+            on_closed=self._forget_confirm_box,
+        )
+
+    def _delete(self, plan: DeleteResult) -> None:
+        call = self._act(f"Deleting {plan.name}…", self._calls.delete(plan.id))
+        call.succeeded.connect(self._on_deleted)
+
+    def _on_deleted(self, result: DeleteResult) -> None:
+        self.last_deleted = result
+        note = f" {result.note}" if result.note else ""
+        self._say(f"Deleted {result.name}: freed {format_bytes(result.freed_bytes)}.{note}")
+
+    def _forget_confirm_box(self) -> None:
+        self.confirm_box = None
+
+    # -- start --------------------------------------------------------------------------
+
+    def start_selected(self) -> StartDialog | None:
+        """The start dialog, with the engine that serves this model and the model filled in."""
+        model = self.selected()
+        if model is None:
+            return None
+        if self.start_dialog is not None:
+            self.start_dialog.raise_()
+            return self.start_dialog
+        engines = installed_engines(self._bridge.engines)
+        found = {spec.id for spec in engines}
+        engine = next((e for e in model.engines if e in found), None)
+        if engine is None:
+            can = ", ".join(e.value for e in model.engines) or "no engine Roundhouse knows"
+            self._say(
+                f"No installed engine runs {model.name} ({can}): install one on the Engines page."
+            )
+            return None
+        dialog = StartDialog(self._bridge, engines, engine, self.window())
+        dialog.model_edit.setText(
+            model.name if engine == EngineId.OLLAMA else model.path or model.name
+        )
+        dialog.started.connect(self._on_start_dialog_started)
+        dialog.finished.connect(self._on_start_dialog_finished)
+        self.start_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _on_start_dialog_started(self, info: InstanceInfo) -> None:
+        self._say(f"Starting {info.model or 'the model'}: follow it on the Engines page.")
+        self.started.emit(info)
+
+    def _on_start_dialog_finished(self) -> None:
+        dialog, self.start_dialog = self.start_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _act(self, doing: str, call: Call, *, refresh: bool = True) -> Call:
+        """One action at a time: its failure said in the message line, the list after it."""
+        self._say(doing)
+        self._action = call
+        call.failed.connect(lambda failure: self._on_action_failed(doing, failure))
+        call.finished.connect(lambda: self._on_action_finished(refresh))
+        self._update_actions()
+        return call
+
+    def _on_action_failed(self, doing: str, failure: Failure) -> None:
+        self._say(f"{doing.rstrip('…')} failed: {failure}")
+
+    def _on_action_finished(self, refresh: bool) -> None:
+        self._action = None
+        self._update_actions()
+        if refresh:
+            self.refresh()
+
+    def _on_fits_changed(self, key: str) -> None:
+        model_id = key.removeprefix("library:")
+        if key.startswith("library:") and self.models.row_of(model_id) is not None:
+            self.models.set_badge(model_id, self._fits.badge(key))
+
+    def _on_view_selection_changed(self, _selected: QItemSelection, _: QItemSelection) -> None:
+        model = self.selected()
+        if model is not None and model.error:
+            self._say(f"{model.name}: {model.error}")
+        self._update_actions()
+
+    def _settle_visible(self, *_: object) -> None:
+        """Estimates follow once scrolling rests (the signals' arguments are not a delay)."""
+        self._visible_timer.start()
+
+    def _say(self, text: str) -> None:
+        self.message_label.setText(text)
+
+    def _update_actions(self) -> None:
+        connected = self._bridge.state == ConnectionState.CONNECTED
+        idle = connected and self._action is None
+        chosen = self.selected() is not None
+        self.refresh_button.setEnabled(connected and self._listing is None)
+        self.import_button.setEnabled(idle)
+        self.delete_button.setEnabled(idle and chosen)
+        self.start_button.setEnabled(connected and chosen)
