@@ -7,6 +7,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from roundhouse.api.engines import InstanceOptions
+
 MIB = 1024**2
 
 
@@ -187,12 +189,23 @@ class FitQuery(_Frozen):
         "on the GPU(s), else the smallest",
     )
     library_id: str | None = Field(default=None, description="a model of the local library")
+    path: str | None = Field(
+        default=None,
+        description="a GGUF file, or a safetensors/MLX folder, on the daemon's machine",
+    )
     options: FitOptions = FitOptions()
+    instance: InstanceOptions | None = Field(
+        default=None,
+        description="size it as an instance started with these options would run "
+        "(context, slots, cache types, GPU layers); replaces `options`",
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> Self:
-        if (self.repo is None) == (self.library_id is None):
-            raise ValueError("name a Hub repository (repo) or a library model (library_id)")
+        if sum(t is not None for t in (self.repo, self.library_id, self.path)) != 1:
+            raise ValueError(
+                "name one of a Hub repository (repo), a library model (library_id) or a file (path)"
+            )
         return self
 
 

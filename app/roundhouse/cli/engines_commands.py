@@ -160,6 +160,8 @@ async def _start(
     from roundhouse.api.instances import InstanceStatus, Preset
 
     async with _client(ctx) as client:
+        if not quiet:
+            await _say_fit(client, request)
         if save_as:
             assert request.options.model is not None
             await client.save_preset(
@@ -179,6 +181,28 @@ async def _start(
             if info.status != InstanceStatus.READY:
                 await client.stop_instance(info.id)
             raise
+
+
+async def _say_fit(client: DaemonClient, request: Any) -> None:
+    """Before a llama.cpp start of a local file: will it fit, as these options run it?"""
+    from roundhouse.api.engines import EngineId
+    from roundhouse.api.fit import FitQuery
+    from roundhouse.cli.models_view import fit_line
+    from roundhouse.cli.output import err_console
+    from roundhouse.client import ClientError
+
+    model = request.options.model
+    if request.engine != EngineId.LLAMA_CPP or not model or not model.endswith(".gguf"):
+        return
+    try:
+        # The same path the start request carries, as the daemon will open it.
+        fit = await client.fit_model(FitQuery(path=model, instance=request.options))
+    except ClientError as exc:
+        err_console.print(f"[dim]No fit estimate: {exc}[/]", highlight=False)
+        return
+    err_console.print(fit_line(fit))
+    for advice in fit.report.advice[:2]:
+        err_console.print(f"  {advice.text}", highlight=False)
 
 
 async def _wait_ready(client: DaemonClient, info: InstanceInfo, quiet: bool) -> InstanceInfo:

@@ -21,9 +21,11 @@ from roundhouse.api.engines import ModelFormat
 from roundhouse.api.fit import FitQuery, FitVerdict, ModelFit
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.hub import HubModelDetails, HubModelKind, QuantGroup
-from roundhouse.api.library import LibraryModel
+from roundhouse.api.library import LibraryModel, LibrarySource
 from roundhouse.core.errors import InvalidInputError, NotFoundError
+from roundhouse.core.instances.memory import fit_options
 from roundhouse.core.models.fit import estimate_fit
+from roundhouse.core.models.fit.actual import LoadFacts
 from roundhouse.core.models.gguf import (
     GgufHeader,
     read_gguf_header,
@@ -53,10 +55,18 @@ class ModelFitter:
 
     async def fit(self, query: FitQuery) -> ModelFit:
         hardware = await self._hardware()
-        if query.library_id is not None:
-            model = await self._library.get(query.library_id)
-            shape = await self._cached(("lib", model.id, str(model.size_bytes)), self._local, model)
-            report = estimate_fit(shape, hardware, query.options)
+        if query.library_id is not None or query.path is not None:
+            model = (
+                await self._library.get(query.library_id)
+                if query.library_id is not None
+                else await asyncio.to_thread(_as_model, query.path or "")
+            )
+            key = ("lib", model.path or model.id, str(model.size_bytes))
+            shape = await self._cached(key, self._local, model)
+            options = query.options
+            if query.instance is not None:
+                options = fit_options(query.instance, LoadFacts(), shape)
+            report = estimate_fit(shape, hardware, options)
             return ModelFit(target=model.name, size_bytes=model.size_bytes, report=report)
         assert query.repo is not None
         page = await self._hub.details(query.repo, query.revision)
@@ -135,6 +145,34 @@ class ModelFitter:
         raise InvalidInputError(
             f"{model.name} is a {model.format.value} model: its engine sizes it itself."
         )
+
+
+def _as_model(path: str) -> LibraryModel:
+    """A file or folder named by the user, as the library would describe it."""
+    where = Path(path).expanduser()
+    if not where.exists():
+        raise NotFoundError(f"There is no {where}: give the path of a GGUF file or model folder.")
+    if where.is_dir():
+        has_mlx = any(where.glob("*.safetensors")) and "mlx" in where.name.lower()
+        size = sum(f.stat().st_size for f in where.glob("*.safetensors"))
+        fmt = ModelFormat.MLX if has_mlx else ModelFormat.SAFETENSORS
+        return LibraryModel(
+            id=str(where),
+            name=where.name,
+            source=LibrarySource.FOLDER,
+            format=fmt,
+            path=str(where),
+            size_bytes=size,
+        )
+    return LibraryModel(
+        id=str(where),
+        name=where.name,
+        source=LibrarySource.FOLDER,
+        format=ModelFormat.GGUF,
+        path=str(where),
+        paths=[str(where)],
+        size_bytes=where.stat().st_size,
+    )
 
 
 def _merged(headers: list[GgufHeader]) -> GgufHeader:
