@@ -101,6 +101,10 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
         dialog.ctx_size.setValue(512)
         dialog.parallel.setValue(1)
         assert dialog.start_button.isEnabled() and dialog.problem_label.isHidden()
+        # Before the start: whether the file fits this machine, run with these options.
+        await wait_until(lambda: dialog.fit_line.isVisible(), 10, "the fit estimate")
+        assert "CPU" in dialog.fit_line.text() or "GPU" in dialog.fit_line.text()
+        assert "512" in dialog.fit_line.toolTip(), dialog.fit_line.toolTip()
 
         # A preset for this model: saved, then filled back in after a change.
         await wait_until(lambda: dialog.save_preset_button.isEnabled(), 5, "presets for the model")

@@ -32,6 +32,7 @@ from roundhouse.api.engines import EngineId, EngineSpec, FlashAttention, Instanc
 from roundhouse.api.instances import InstanceInfo, Preset, PresetList, StartRequest
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.widgets.start_fit import StartFitLine
 
 ADVANCED_FIELDS = frozenset({"served_name", "dtype", "extra_args"})
 # One KV type for K and V: the engine has a single setting for both.
@@ -255,6 +256,8 @@ class StartDialog(QDialog):
         self.error_label.setTextFormat(Qt.TextFormat.RichText)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label.hide()
+        # Before the start: will this file fit, run with these options?
+        self.fit_line = StartFitLine(bridge)
         self.buttons = QDialogButtonBox()
         self.start_button = self.buttons.addButton("Start", QDialogButtonBox.ButtonRole.AcceptRole)
         self.start_button.setDefault(True)
@@ -267,6 +270,7 @@ class StartDialog(QDialog):
         layout.addWidget(params_box)
         layout.addWidget(self.advanced_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.advanced_box)
+        layout.addWidget(self.fit_line)
         layout.addWidget(self.problem_label)
         layout.addWidget(self.info_label)
         layout.addWidget(self.error_label)
@@ -425,6 +429,8 @@ class StartDialog(QDialog):
         self.problem_label.setText("\n".join(found))
         self.problem_label.setVisible(bool(found))
         self.start_button.setEnabled(not found and self._call is None)
+        if not found:
+            self.fit_line.update_for(self.engine(), self.options())
         return not found
 
     def _daemon_is_local(self) -> bool:

@@ -1,0 +1,75 @@
+"""The start dialog's "will it fit" line: the estimate for the file and options being chosen."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QLabel, QWidget
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.fit import FitQuery, ModelFit
+from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.widgets.models_calls import ModelsCalls
+from roundhouse.gui.widgets.models_words import Tone, fit_badge
+
+# Typing a context size fires a change per digit: ask once the user pauses.
+SETTLE_MS = 400
+_COLOURS = {Tone.GOOD: "#1e7d32", Tone.WARN: "#a15c00", Tone.BAD: "#b3261e", Tone.UNKNOWN: "#666"}
+
+
+class StartFitLine(QLabel):
+    """Hidden until there is a local GGUF for llama.cpp; then its verdict, the summary and
+    the first advice, with the breakdown in the tooltip."""
+
+    def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._calls = ModelsCalls(bridge)
+        self._call: Call | None = None
+        self._query: FitQuery | None = None
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.hide()
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(SETTLE_MS)
+        self._timer.timeout.connect(self._ask)
+
+    def update_for(self, engine: EngineId | None, options: InstanceOptions) -> None:
+        model = (options.model or "").strip()
+        if engine != EngineId.LLAMA_CPP or not model.lower().endswith(".gguf"):
+            self._query = None
+            self._timer.stop()
+            self.hide()
+            return
+        query = FitQuery(path=model, instance=options)
+        if query != self._query:
+            self._query = query
+            self._timer.start()
+
+    def _ask(self) -> None:
+        if self._query is None:
+            return
+        # An answer to an older question (the options changed since) is dropped.
+        self._call = call = self._calls.fit(self._query)
+        call.succeeded.connect(lambda fit: self._on_fit_succeeded(call, fit))
+        call.failed.connect(lambda failure: self._on_fit_failed(call, failure))
+
+    def _on_fit_succeeded(self, call: Call, fit: ModelFit) -> None:
+        if call is not self._call:
+            return
+        self._call = None
+        badge = fit_badge(fit.report)
+        advice = fit.report.advice[0].text if fit.report.advice else ""
+        self.setText("  ".join(t for t in (fit.report.summary, advice) if t))
+        self.setToolTip(badge.tooltip)
+        self.setStyleSheet(f"color: {_COLOURS.get(badge.tone, '#666')};")
+        self.show()
+
+    def _on_fit_failed(self, call: Call, failure: Failure) -> None:
+        if call is not self._call:
+            return
+        self._call = None
+        self.setText(f"No fit estimate: {failure.detail}")
+        self.setToolTip("")
+        self.setStyleSheet(f"color: {_COLOURS[Tone.UNKNOWN]};")
+        self.show()
