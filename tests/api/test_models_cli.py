@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.api.test_gateway_cli import keyring_env
+from tests.api.test_gateway_cli import keyring_env, roundhouse
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import ACCESS_TOKEN, GATED_REPO, GGUF_REPO, MLX_REPO, OTHER_REPO
@@ -34,20 +31,6 @@ def hub_daemon(
     }
     with running_daemon(folder / "home", env=env) as process:
         yield process
-
-
-def roundhouse(
-    daemon: DaemonProcess, *args: str, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    assert daemon.home.root is not None
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(daemon.home.root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
 
 
 def test_search_filters_by_kind_and_sorts(hub_daemon: DaemonProcess) -> None:
