@@ -249,7 +249,9 @@ def test_a_killed_daemon_leaves_engines_a_new_one_adopts_or_reaps(
                 return await _start_two(client, tiny_gguf)
 
         infos = asyncio.run(before())
-        assert all(i.status == InstanceStatus.READY for i in infos), infos
+        assert all(i.status == InstanceStatus.READY for i in infos), [
+            (i.id, i.status, i.error, i.last_exit) for i in infos
+        ]
         pids = [i.pid for i in infos if i.pid is not None]
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(timeout=10)
