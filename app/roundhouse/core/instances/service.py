@@ -213,14 +213,20 @@ class InstanceService:
             hardware = self._memory.snapshot(entry.engine)
             params = LaunchParams(**entry.options.model_dump(), host=entry.host, port=entry.port)
             try:
-                instance = await self._manager.start(
-                    entry.spec,
-                    entry.detected,
-                    params,
-                    instance_id=entry.id,
-                    on_progress=lambda p: _on_progress(entry, p),
-                    on_spawn=lambda p: _on_spawn(entry, p),
-                )
+                try:
+                    instance = await self._manager.start(
+                        entry.spec,
+                        entry.detected,
+                        params,
+                        instance_id=entry.id,
+                        on_progress=lambda p: _on_progress(entry, p),
+                        on_spawn=lambda p: _on_spawn(entry, p),
+                    )
+                except BaseException:
+                    # No load to compare with: the inventory read for it is not needed.
+                    if hardware is not None:
+                        hardware.cancel()
+                    raise
             except EngineExitedError as exc:
                 outcome = exc.outcome
             except EngineNotReadyError as exc:
