@@ -267,7 +267,7 @@ async def _serve(
     services.chats = chats = ChatStore(
         home.data_dir / CHAT_FILE, lambda: services.settings.chat.max_conversations
     )
-    await open_models(services)
+    services.models_opening = asyncio.create_task(open_models(services), name="models-opening")
     # The key before the first request: /v1 must not answer unguarded while it loads.
     await services.gateway_key.load()
     services.second_listener = second_listener = SecondListener(services)

@@ -28,3 +28,11 @@ async def require_token(request: Request, services: Services) -> None:
             f"token from {services.home.token_file}.",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+async def models_open(services: Services) -> None:
+    """Routes of the model services wait until those are open (just after the start)."""
+    await services.models_ready()
+
+
+ModelsOpen = Depends(models_open)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import sqlite3
 from pathlib import Path
 
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.models.downloads.service import DownloadService
-from roundhouse.core.models.hub_cache import hub_cache_dir
-from roundhouse.core.models.library.ollama_source import default_ollama_access
-from roundhouse.core.models.library.places import library_places
-from roundhouse.core.models.library.service import LibraryService
 from roundhouse.server.services import DaemonServices
 
 log = logging.getLogger(__name__)
@@ -19,9 +16,23 @@ log = logging.getLogger(__name__)
 MODELS_DIR = "models"
 
 
+def _import_models() -> None:
+    # In a thread, so the server answers while huggingface_hub, gguf and numpy load.
+    import roundhouse.core.models.downloads.service
+    import roundhouse.core.models.library.service
+    import roundhouse.core.models.model_fit  # noqa: F401
+
+
 async def open_models(services: DaemonServices) -> None:
     """Build the library and the download queue; downloads that were running when the last
     daemon stopped continue from their partial files."""
+    await asyncio.to_thread(_import_models)
+    from roundhouse.core.models.downloads.service import DownloadService
+    from roundhouse.core.models.hub_cache import hub_cache_dir
+    from roundhouse.core.models.library.ollama_source import default_ollama_access
+    from roundhouse.core.models.library.places import library_places
+    from roundhouse.core.models.library.service import LibraryService
+
     data = services.home.data_dir / MODELS_DIR
     data.mkdir(parents=True, exist_ok=True)
     hub = services.hub_service()
@@ -57,6 +68,10 @@ async def open_models(services: DaemonServices) -> None:
 
 
 async def close_models(services: DaemonServices) -> None:
+    if services.models_opening is not None and not services.models_opening.done():
+        services.models_opening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await services.models_opening
     if services.downloads is not None:
         await services.downloads.close()
     if services.hub is not None:

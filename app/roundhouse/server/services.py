@@ -18,13 +18,15 @@ from roundhouse.core.errors import ServiceUnavailableError
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
-from roundhouse.core.models.downloads.service import DownloadService
-from roundhouse.core.models.hub.service import HubService
-from roundhouse.core.models.library.service import LibraryService
-from roundhouse.core.models.model_fit import ModelFitter
 from roundhouse.core.sampler import Sampler
 
 if TYPE_CHECKING:
+    # Imported when first used: the models' libraries (huggingface_hub, gguf, numpy) would
+    # add a third of a second to every daemon start.
+    from roundhouse.core.models.downloads.service import DownloadService
+    from roundhouse.core.models.hub.service import HubService
+    from roundhouse.core.models.library.service import LibraryService
+    from roundhouse.core.models.model_fit import ModelFitter
     from roundhouse.server.gateway_listener import SecondListener
 
 # Called with the settings in force, so a changed list of Pythons counts at the next refresh.
@@ -60,6 +62,8 @@ class DaemonServices:
     downloads_error: str | None = None
     library: LibraryService | None = None
     fitter: ModelFitter | None = None
+    # Opening the model services runs beside the server's start; their routes wait for it.
+    models_opening: asyncio.Task[None] | None = None
     # Made on first use, over the instance service.
     gateway_state: Gateway | None = None
     # The gateway's API key, read from the keyring at start and cached for every request.
@@ -106,8 +110,15 @@ class DaemonServices:
             raise RuntimeError("the daemon was built without a chat store")
         return self.chats
 
+    async def models_ready(self) -> None:
+        """Wait until the model services are open (at once, after the daemon's start)."""
+        if self.models_opening is not None:
+            await asyncio.shield(self.models_opening)
+
     def hub_service(self) -> HubService:
         if self.hub is None:
+            from roundhouse.core.models.hub.service import HubService
+
             # The endpoint is HF_ENDPOINT's (huggingface_hub reads it), else huggingface.co.
             self.hub = HubService()
         return self.hub
@@ -124,6 +135,8 @@ class DaemonServices:
 
     def model_fitter(self) -> ModelFitter:
         if self.fitter is None:
+            from roundhouse.core.models.model_fit import ModelFitter
+
             self.fitter = ModelFitter(self.hub_service(), self.library_service(), self.inventory)
         return self.fitter
 

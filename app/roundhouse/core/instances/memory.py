@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -20,11 +21,14 @@ from roundhouse.api.fit import CacheType, DeviceKind, FitOptions, FitReport
 from roundhouse.api.hardware import GpuVendor, HardwareInventory
 from roundhouse.api.instance_memory import InstanceMemory, MemoryUse
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.models.fit import estimate_fit
-from roundhouse.core.models.fit.actual import LoadFacts, parse_llama_server_load
-from roundhouse.core.models.gguf import GgufHeader, read_gguf_header, shape_from_gguf
 from roundhouse.core.models.shape import ModelShape
 from roundhouse.core.supervise.logcapture import LogCapture
+
+if TYPE_CHECKING:
+    # The GGUF reader and the estimator (gguf, numpy) load with the first ready instance,
+    # not with every daemon start.
+    from roundhouse.core.models.fit.actual import LoadFacts
+    from roundhouse.core.models.gguf import GgufHeader
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,8 @@ class MemoryReader:
         notes: list[str] = []
         shape = await _shape(options.model, notes)
         requested = requested_layers(options, shape)
+        from roundhouse.core.models.fit.actual import parse_llama_server_load
+
         report = parse_llama_server_load(lines, requested_layers=requested)
         actual = report.use
         if actual is not None and not complete and not actual.weights_bytes:
@@ -111,6 +117,8 @@ async def _shape(model: str | None, notes: list[str]) -> ModelShape | None:
         return None
     try:
         header = await asyncio.to_thread(_read_header, model)
+        from roundhouse.core.models.gguf import shape_from_gguf
+
         return shape_from_gguf(header)
     except (RoundhouseError, OSError) as exc:
         notes.append(f"No estimate: the model's header could not be read ({exc}).")
@@ -118,6 +126,8 @@ async def _shape(model: str | None, notes: list[str]) -> ModelShape | None:
 
 
 def _read_header(model: str) -> GgufHeader:
+    from roundhouse.core.models.gguf import read_gguf_header
+
     return read_gguf_header(Path(model).expanduser())
 
 
@@ -174,6 +184,8 @@ def _estimate(
         notes.append("No estimate: this daemon has no hardware inventory.")
         return None
     try:
+        from roundhouse.core.models.fit import estimate_fit
+
         return estimate_fit(shape, inventory, fit_options(options, facts, shape))
     except (RoundhouseError, ValidationError, ValueError) as exc:
         notes.append(f"No estimate for these options: {exc}")

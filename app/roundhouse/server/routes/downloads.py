@@ -8,10 +8,10 @@ from fastapi import APIRouter
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadRequest
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import ModelsOpen, Services
 from roundhouse.server.streams import event, until_stopped
 
-router = APIRouter(prefix="/downloads", tags=["downloads"])
+router = APIRouter(prefix="/downloads", tags=["downloads"], dependencies=[ModelsOpen])
 
 
 @router.get("", response_model=DownloadQueueView)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from roundhouse.api.fit import FitQuery, ModelFit
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import ModelsOpen, Services
 
-router = APIRouter(tags=["fit"])
+router = APIRouter(tags=["fit"], dependencies=[ModelsOpen])
 
 
 @router.post("/fit", response_model=ModelFit)

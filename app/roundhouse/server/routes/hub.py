@@ -11,9 +11,9 @@ from roundhouse.api.hub import (
     HubTokenRequest,
     HubTokenStatus,
 )
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import ModelsOpen, Services
 
-router = APIRouter(prefix="/hub", tags=["hub"])
+router = APIRouter(prefix="/hub", tags=["hub"], dependencies=[ModelsOpen])
 
 
 @router.post("/search", response_model=HubSearchResult)

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Query
 
 from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
 from roundhouse.core.errors import ConflictError
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import ModelsOpen, Services
 from roundhouse.server.services import DaemonServices
 
-router = APIRouter(prefix="/library", tags=["library"])
+router = APIRouter(prefix="/library", tags=["library"], dependencies=[ModelsOpen])
 
 
 @router.get("", response_model=LibraryList)
