@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import faulthandler
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +14,23 @@ from tests.daemon_process import DaemonProcess, start_daemon
 # The real llama-server (built by .ci/build-llama-server) and the tiny model the tests write;
 # the local Hugging Face Hub (tests/fakes/hub).
 pytest_plugins = ["tests.engines.fixtures", "tests.fakes.hub.fixtures"]
+
+
+# A test still running this long after pytest-timeout's limit is hung where its signal cannot
+# reach (a Qt event loop swallows the exception raised in a callback): print every thread's
+# stack and end the run, so CI fails in minutes with the place instead of at its own limit.
+HANG_MARGIN_S = 180.0
+
+
+@pytest.fixture(autouse=True)
+def hang_backstop(request: pytest.FixtureRequest) -> Iterator[None]:
+    marker = request.node.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker and marker.args else request.config.getini("timeout")
+    faulthandler.dump_traceback_later(float(limit) + HANG_MARGIN_S, exit=True, file=sys.__stderr__)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -230,3 +231,44 @@ def test_a_call_made_after_the_loop_ended_answers_not_connected(
     for _ in range(5):
         QCoreApplication.processEvents()
     assert len(failures) == 1
+
+
+def test_a_session_cancelled_while_it_waits_for_the_last_one_ends(
+    qloop: qasync.QEventLoop, home_root: Path
+) -> None:
+    """Retry pressed, then the app closing in the same moment: the new session is cancelled
+    while it still waits for the old one to end. It must end too; it used to swallow that
+    cancellation, reconnect forever and hold `aclose` (and a test run) up for good."""
+    from roundhouse.base.paths import resolve_home
+    from roundhouse.gui.daemon_bridge import DaemonBridge
+
+    bridge = DaemonBridge(resolve_home(home_root), auto_start=False)
+    close_client = bridge._close_client
+
+    async def slow_close() -> None:
+        # A session's cleanup that takes a moment whatever happens (a connection closing),
+        # so the next session is surely waiting on it when the cancellation comes.
+        until = asyncio.get_running_loop().time() + 0.2
+        cancelled = False
+        while asyncio.get_running_loop().time() < until:
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                cancelled = True
+        await close_client()
+        if cancelled:
+            raise asyncio.CancelledError
+
+    bridge._close_client = slow_close  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        bridge.start()
+        await asyncio.sleep(0.05)
+        bridge.retry()  # cancels the first session; the second waits for it to end
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        # (The old code's swallowing also defeated wait_for's own cancellation: time it.)
+        await asyncio.wait_for(bridge.aclose(), 10)
+        assert time.monotonic() - started < 5
+
+    qloop.run_until_complete(scenario())

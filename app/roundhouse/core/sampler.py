@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -12,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 import psutil
 
 from roundhouse.api.hardware import GpuSample, HardwareSample, SampleHistory
+from roundhouse.base.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +107,7 @@ class Sampler:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _run(self) -> None:

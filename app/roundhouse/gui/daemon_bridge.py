@@ -25,6 +25,7 @@ from roundhouse.api.instances import (
 )
 from roundhouse.api.settings import UiSettings
 from roundhouse.base.paths import Home
+from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError, lifecycle
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
 from roundhouse.gui.connection_state import ConnectionState
@@ -255,16 +256,14 @@ class DaemonBridge(QObject):
     async def _end_session(self) -> None:
         session, self._session = self._session, None
         if session is not None:
-            session.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await session
+            await cancel_and_wait(session)
         await self._close_client()
 
     async def _run_session(self, spawn: bool, previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
-            # The old session must be gone (and its client closed) before a new one starts.
-            with contextlib.suppress(asyncio.CancelledError):
-                await previous
+            # The old session must be gone (and its client closed) before a new one starts;
+            # this one, cancelled meanwhile, ends here rather than connect.
+            await asyncio.wait({previous})
         self._backoff.reset()
         first = True
         while True:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
 from pathlib import Path
 
+from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.server.services import DaemonServices
 
@@ -69,9 +69,7 @@ async def open_models(services: DaemonServices) -> None:
 
 async def close_models(services: DaemonServices) -> None:
     if services.models_opening is not None and not services.models_opening.done():
-        services.models_opening.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await services.models_opening
+        await cancel_and_wait(services.models_opening, reraise=False)
     if services.downloads is not None:
         await services.downloads.close()
     if services.hub is not None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TypeVar
 
 from fastapi.sse import ServerSentEvent
 from pydantic import BaseModel
+
+from roundhouse.base.tasks import cancel_and_wait
 
 T = TypeVar("T")
 
@@ -24,9 +25,7 @@ async def until_stopped(source: AsyncIterator[T], stopping: asyncio.Event) -> As
                 {next_item, stop_wait}, return_when=asyncio.FIRST_COMPLETED
             )
             if next_item not in done:
-                next_item.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await next_item
+                await cancel_and_wait(next_item, reraise=False)
                 return
             try:
                 item = next_item.result()

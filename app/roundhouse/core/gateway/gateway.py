@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import time
@@ -16,6 +15,7 @@ from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
+from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.gateway.errors import (
     GatewayError,
     ModelNotFound,
@@ -314,9 +314,7 @@ class Gateway:
 
     async def aclose(self) -> None:
         if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
+            await cancel_and_wait(self._reaper)
             self._reaper = None
         await self.starter.aclose()
         await self.upstream.aclose()

@@ -34,6 +34,7 @@ from roundhouse.api.instances import (
     InstanceStatus,
     StartRequest,
 )
+from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.engines.attach import find_running_engines, probe_openai_endpoint
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.launch import build_launch
@@ -456,9 +457,7 @@ class InstanceService:
         task, entry.task = entry.task, None
         if task is not None and not task.done() and entry.instance is None:
             # Still starting (or waiting to restart): start_engine stops what it spawned.
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         with contextlib.suppress(NotFoundError):
             outcome = await self._manager.stop(entry.id)
             if outcome is not None:

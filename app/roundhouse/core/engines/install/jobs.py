@@ -22,6 +22,7 @@ from roundhouse.api.installs import (
     JobState,
     ManagedVenv,
 )
+from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.engines.install.errors import InstallBusyError
 from roundhouse.core.engines.install.llamacpp import install_llamacpp, plan_llamacpp_install
 from roundhouse.core.engines.install.venvs import install_python_engine
@@ -135,9 +136,7 @@ class InstallJobs:
     async def cancel(self, job_id: str) -> InstallJob:
         job = self._job(job_id)
         if job.task is not None and not job.task.done():
-            job.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await job.task
+            await cancel_and_wait(job.task)
         return job.snapshot()
 
     async def close(self) -> None:
