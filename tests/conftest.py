@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import faulthandler
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,11 +28,25 @@ HANG_MARGIN_S = 180.0
 def hang_backstop(request: pytest.FixtureRequest) -> Iterator[None]:
     marker = request.node.get_closest_marker("timeout")
     limit = float(marker.args[0]) if marker and marker.args else request.config.getini("timeout")
-    faulthandler.dump_traceback_later(float(limit) + HANG_MARGIN_S, exit=True, file=sys.__stderr__)
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    done = threading.Event()
+
+    def watch() -> None:
+        if done.wait(float(limit) + HANG_MARGIN_S):
+            return
+        if capture is not None:
+            capture.suspend_global_capture(in_=False)  # back to the real stderr
+        print(f"\n{request.node.nodeid} hung; every thread's stack:", file=sys.stderr)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+        os._exit(3)
+
+    watcher = threading.Thread(target=watch, name="hang-backstop", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
-        faulthandler.cancel_dump_traceback_later()
+        done.set()
 
 
 @pytest.fixture

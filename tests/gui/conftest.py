@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QApplication
 from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
 from roundhouse.gui.app import Ui, build_ui
+from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.event_loop import install_asyncgen_hooks
 from tests.daemon_process import DaemonProcess, path_with, running_daemon
 
@@ -64,6 +65,51 @@ async def wait_until(predicate: Callable[[], bool], within_s: float = 15.0, what
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {within_s:.0f} s waiting for {what or predicate}")
         await asyncio.sleep(0.05)
+
+
+def close_bridge(loop: qasync.QEventLoop, bridge: DaemonBridge, within_s: float = 20.0) -> None:
+    """`bridge.aclose()` on the loop, failing with every task's stack when it does not end
+    (inside a Qt loop, pytest-timeout's signal cannot end it)."""
+
+    async def close() -> None:
+        try:
+            await asyncio.wait_for(bridge.aclose(), within_s)
+        except TimeoutError:
+            stacks = [
+                _await_chain(task)
+                for task in asyncio.all_tasks()
+                if task is not asyncio.current_task()
+            ]
+            pytest.fail(f"the bridge did not close in {within_s:g} s; tasks:\n" + "\n".join(stacks))
+
+    loop.run_until_complete(close())
+
+
+def _await_chain(task: asyncio.Task[object]) -> str:
+    """Where a task waits, through every coroutine and async generator it awaits."""
+    lines = [repr(task)]
+    step: object = task.get_coro()
+    while step is not None:
+        frame = next(
+            (
+                getattr(step, a)
+                for a in ("cr_frame", "ag_frame", "gi_frame")
+                if getattr(step, a, None)
+            ),
+            None,
+        )
+        if frame is not None:
+            lines.append(f"  {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        step = next(
+            (
+                getattr(step, a)
+                for a in ("cr_await", "ag_await", "gi_yieldfrom")
+                if getattr(step, a, None)
+            ),
+            None,
+        )
+    lines.append(f"  waiting for {getattr(task, '_fut_waiter', None)!r}")
+    return "\n".join(lines)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import ACCESS_TOKEN, GATED_REPO, GGUF_REPO
-from tests.gui.conftest import wait_until
+from tests.gui.conftest import close_bridge, wait_until
 from tests.processes import free_port
 
 Q8_FILE = "tiny-llama-Q8_0.gguf"
@@ -244,7 +244,7 @@ def test_search_pick_download_pause_resume_library_start_delete(
     try:
         qloop.run_until_complete(scenario())
     finally:
-        qloop.run_until_complete(ui.bridge.aclose())
+        close_bridge(qloop, ui.bridge)
         for process in restarted:
             process.stop(timeout=60)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -73,5 +74,48 @@ def test_an_error_the_task_ended_with_is_raised_unless_told_not_to() -> None:
             else:
                 await cancel_and_wait(task, reraise=False)
             assert task.done()
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_cancellation_is_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library that takes one cancellation for its own (a timeout firing at the same
+    moment) and goes on waiting: the next cancellation ends it."""
+    monkeypatch.setattr("roundhouse.base.tasks.RECANCEL_S", 0.05)
+
+    async def swallows_once() -> None:
+        # Lost, as inside such a library.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+        await asyncio.sleep(3600)
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(swallows_once())
+        await asyncio.sleep(0)
+        await asyncio.wait_for(cancel_and_wait(task), 5)
+        assert task.cancelled()
+
+    asyncio.run(scenario())
+
+
+def test_a_task_that_never_ends_is_left_behind_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("roundhouse.base.tasks.RECANCEL_S", 0.05)
+
+    async def immortal(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(immortal(stop))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(cancel_and_wait(task, give_up_s=0.3), 5)
+        assert not task.done()
+        stop.set()
+        task.cancel()
+        await asyncio.wait({task})
 
     asyncio.run(scenario())

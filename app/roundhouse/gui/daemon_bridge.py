@@ -42,6 +42,8 @@ T = TypeVar("T")
 INSTANCES_PERIOD_S = 1.0
 # A daemon that fails to answer is asked less and less often, down to this.
 INSTANCES_MAX_DELAY_S = 10.0
+# Closing the bridge (the app quitting) waits this long for a task that will not end.
+CLOSE_GRACE_S = 10.0
 
 
 class Backoff:
@@ -238,9 +240,9 @@ class DaemonBridge(QObject):
         """End every task and close the client; the bridge cannot be used afterwards."""
         await self._end_session()
         tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(
+            *(cancel_and_wait(t, reraise=False, give_up_s=CLOSE_GRACE_S) for t in tasks)
+        )
 
     # The connection session: connect, load, stream; on loss wait and reconnect.
 
@@ -256,7 +258,7 @@ class DaemonBridge(QObject):
     async def _end_session(self) -> None:
         session, self._session = self._session, None
         if session is not None:
-            await cancel_and_wait(session)
+            await cancel_and_wait(session, give_up_s=CLOSE_GRACE_S)
         await self._close_client()
 
     async def _run_session(self, spawn: bool, previous: asyncio.Task[None] | None) -> None:

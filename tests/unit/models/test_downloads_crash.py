@@ -55,13 +55,20 @@ def test_killed_at_random_points_it_resumes_and_ends_intact(tmp_path: Path) -> N
         hub.add("org/model", RepoFiles({"m.gguf": DATA}, lfs={"m.gguf"}))
         hub.faults.chunk_delay_s = 0.02  # ~3 MiB/s: a few seconds to hit
         partial = tmp_path / "cache" / "models--org--model" / "blobs" / f"{sha256(DATA)}.incomplete"
+        have = 0
         for _ in range(6):
             proc = subprocess.Popen(
                 [sys.executable, "-c", CHILD, hub.url, str(tmp_path)],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            time.sleep(chance.uniform(0.3, 0.9))
+            # Kill it while it transfers, not while it still imports (slow on a busy machine).
+            started = time.monotonic()
+            while proc.poll() is None and time.monotonic() - started < 30:
+                if partial.exists() and partial.stat().st_size > have:
+                    break
+                time.sleep(0.01)
+            time.sleep(chance.uniform(0.1, 0.5))
             proc.kill()
             proc.wait()
             if proc.returncode == 0:  # it finished first: nothing left to kill
