@@ -1,5 +1,7 @@
-"""Scanning a library of 200 models: cold (every header read), warm (the facts cache in
-memory) and after a restart (the cache file). Goal: under 1 s.
+"""Scanning a library of 200 models: cold (the first scan ever: every GGUF listed from its
+first metadata entries, then its whole header read in the background; beside it the same
+with every whole header read before the list returns), warm (the facts cache in memory) and
+after a restart (the cache file). Goal: under 1 s.
 
 The GGUFs carry real headers of well-known models (full vocabularies, every tensor info)
 cloned into sparse files of their published size; half sit in a Hugging Face cache (GGUF
@@ -18,7 +20,9 @@ from typing import Any
 
 import pytest
 
+from roundhouse.api.library import LibraryList
 from roundhouse.core.models.library import LibraryPlaces, LibraryService
+from roundhouse.core.models.library.gguf_probe import probe_gguf
 from tests.fixtures.models.gguf_headers import KNOWN_MODELS, write_known_gguf
 from tests.unit.models.library_layouts import hf_cache_repo, write_safetensors_model
 
@@ -72,12 +76,36 @@ def build_library(root: Path) -> tuple[LibraryPlaces, int]:
     return places, count
 
 
+def _check_listing(listing: LibraryList) -> None:
+    assert [m.name for m in listing.models if m.error or not m.architecture] == []
+    assert all(m.parameter_label or m.parameter_count for m in listing.models)
+
+
 def timed_scan(service: LibraryService) -> tuple[float, int]:
     started = time.perf_counter()
     listing = asyncio.run(service.scan())
     elapsed = time.perf_counter() - started
-    assert [m.name for m in listing.models if m.error or not m.architecture] == []
+    _check_listing(listing)
     return elapsed, len(listing.models)
+
+
+def timed_first_scan(service: LibraryService) -> tuple[float, float, int]:
+    """Seconds to the list, seconds until every whole header has been read, and models."""
+
+    async def run() -> tuple[float, float, int]:
+        started = time.perf_counter()
+        listing = await service.scan()
+        listed = time.perf_counter() - started
+        _check_listing(listing)
+        while listing.checking:
+            await asyncio.sleep(0.25)  # as a page refreshing its list would
+            listing = await service.scan()
+        checked = time.perf_counter() - started
+        _check_listing(listing)
+        await service.close()
+        return listed, checked, len(listing.models)
+
+    return asyncio.run(run())
 
 
 @pytest.mark.perf
@@ -86,8 +114,12 @@ def test_library_scan_of_200_models(tmp_path: Path, report: Any) -> None:
     assert expected == 200
     cache_file = tmp_path / "data" / "library-facts.json"
 
+    # The first scan the way it was before the quick probe: every whole header read first.
+    whole_first, _ = timed_scan(
+        LibraryService(lambda: places, gguf_probe=probe_gguf, cache_file=tmp_path / "whole.json")
+    )
     service = LibraryService(lambda: places, cache_file=cache_file)
-    cold, count = timed_scan(service)
+    cold, checked, count = timed_first_scan(service)
     assert count == expected
     warm = [timed_scan(service)[0] for _ in range(ROUNDS)]
     restarted = [
@@ -95,12 +127,17 @@ def test_library_scan_of_200_models(tmp_path: Path, report: Any) -> None:
     ]
 
     report.add("models", count)
-    report.add("cold_s (every GGUF header read)", round(cold, 3))
+    report.add("cold_s (the first scan: listed from the first metadata entries)", round(cold, 3))
+    report.add("cold_checked_s (until every whole header was read after it)", round(checked, 3))
+    report.add(
+        "cold_whole_headers_first_s (every whole header read before listing)", round(whole_first, 3)
+    )
     report.add("warm_median_s (facts cached in memory)", round(statistics.median(warm), 3))
     report.add(
         "restart_median_s (facts from the cache file)", round(statistics.median(restarted), 3)
     )
     report.add("cache_file_bytes", cache_file.stat().st_size)
     report.add("goal_s", GOAL_S)
+    assert cold < GOAL_S
     assert statistics.median(warm) < GOAL_S
     assert statistics.median(restarted) < GOAL_S

@@ -41,7 +41,14 @@ class LibraryModel(_Frozen):
     revision: str | None = Field(default=None, description="the commit, in the HF cache")
     refs: list[str] = Field(default=[], description="branches or tags naming that commit")
     architecture: str | None = None
-    parameter_count: int | None = None
+    parameter_count: int | None = Field(
+        default=None, description="every weight counted, once the whole header has been read"
+    )
+    parameter_label: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the size as the converter named it ('8B', '30B-A3B'), what lists show",
+    )
     quantization: str | None = None
     context_length: int | None = None
     size_bytes: int = Field(default=0, ge=0, description="bytes on disk")
@@ -67,6 +74,12 @@ class LibraryList(_Frozen):
     places: list[LibraryPlace]
     scanned_at: datetime
     scan_seconds: float
+    checking: int = Field(
+        default=0,
+        ge=0,
+        description="GGUF files listed from their metadata whose whole header (the exact "
+        "parameter count, a file cut short) is still being read; list again for the result",
+    )
 
 
 class ImportRequest(_Frozen):

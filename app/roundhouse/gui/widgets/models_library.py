@@ -33,6 +33,7 @@ from roundhouse.gui.widgets.models_library_rows import HEADERS, deletion_in_word
 from roundhouse.gui.widgets.ollama_tables import table_view
 
 VISIBLE_SETTLE_MS = 150
+CHECKING_POLL_MS = 1000
 
 
 def installed_engines(overview: EnginesOverview | None) -> list[EngineSpec]:
@@ -102,6 +103,12 @@ class LibraryView(QWidget):
         layout.addWidget(self.message_label)
         layout.addLayout(buttons)
 
+        # The daemon lists new GGUF files from their first metadata and reads the rest just
+        # after: list again until it says nothing is left to read.
+        self._checking_timer = QTimer(self)
+        self._checking_timer.setSingleShot(True)
+        self._checking_timer.setInterval(CHECKING_POLL_MS)
+        self._checking_timer.timeout.connect(self.mark_stale)
         self._visible_timer = QTimer(self)
         self._visible_timer.setSingleShot(True)
         self._visible_timer.setInterval(VISIBLE_SETTLE_MS)
@@ -147,6 +154,11 @@ class LibraryView(QWidget):
             for place in listed.places
             if place.error and place.available
         ]
+        if listed.checking:
+            words.append(
+                f"reading {listed.checking} more header{'s' if listed.checking != 1 else ''}…"
+            )
+            self._checking_timer.start()
         self.status_label.setText(" · ".join(words))
         self._visible_timer.start()
 

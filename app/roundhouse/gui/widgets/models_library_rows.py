@@ -36,7 +36,7 @@ def library_row(model: LibraryModel) -> Row:
         SOURCE_NAMES.get(model.source, model.source.value),
         model.format.value,
         model.architecture or "—",
-        params_in_words(model.parameter_count),
+        model.parameter_label or params_in_words(model.parameter_count),
         model.quantization or "—",
         f"{model.context_length:,}" if model.context_length else "—",
         format_bytes(model.size_bytes),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from roundhouse.core.models.gguf.errors import GgufError, GgufFetchError
 from roundhouse.core.models.gguf.header import GgufHeader, TensorInfo
 from roundhouse.core.models.gguf.layers import shape_from_gguf, sliding_window
-from roundhouse.core.models.gguf.reader import read_gguf_header
+from roundhouse.core.models.gguf.reader import read_gguf_header, read_gguf_metadata
 from roundhouse.core.models.gguf.remote import read_gguf_header_url
 from roundhouse.core.models.gguf.summary import GgufSummary, summarize
 from roundhouse.core.models.gguf.values import ArrayInfo, GgufValue
@@ -20,6 +20,7 @@ __all__ = [
     "TensorInfo",
     "read_gguf_header",
     "read_gguf_header_url",
+    "read_gguf_metadata",
     "shape_from_gguf",
     "sliding_window",
     "summarize",

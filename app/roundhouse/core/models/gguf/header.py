@@ -33,6 +33,9 @@ class GgufHeader:
     tensors: tuple[TensorInfo, ...]
     alignment: int
     data_offset: int  # where tensor data starts in the file
+    # False for the first metadata entries only (read_gguf_metadata): no tensors, no
+    # data_offset, and nothing checked past the last entry read.
+    complete: bool = True
 
     @property
     def architecture(self) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, Keys
@@ -59,6 +59,27 @@ class HeaderParser:
         while len(self._tensors) < self._n_tensors:
             self._resumable(self._tensor_info)
         return self._finish()
+
+    def run_until(self, enough: Callable[[Mapping[str, GgufValue]], bool]) -> GgufHeader | None:
+        """The metadata read so far as soon as `enough(metadata)` holds, checked as far as it
+        goes (an incomplete GgufHeader); None when it never does, and `run()` then goes on
+        from where this stopped."""
+        if not self._version:
+            self._resumable(self._preamble)
+        while len(self._metadata) < self._n_kv:
+            if enough(self._metadata):
+                return GgufHeader(
+                    version=self._version,
+                    file_size=self._cur.source.size,
+                    metadata=dict(self._metadata),
+                    value_types=dict(self._types),
+                    tensors=(),
+                    alignment=_alignment(self._metadata),
+                    data_offset=0,
+                    complete=False,
+                )
+            self._resumable(self._entry)
+        return None
 
     def _resumable(self, step: Callable[[], None]) -> None:
         pos, nested = self._cur.pos, self._values.nested

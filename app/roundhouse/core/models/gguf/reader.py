@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from roundhouse.core.errors import NotFoundError
@@ -9,6 +11,7 @@ from roundhouse.core.models.gguf.errors import GgufError
 from roundhouse.core.models.gguf.header import GgufHeader
 from roundhouse.core.models.gguf.parser import HeaderParser
 from roundhouse.core.models.gguf.sources import open_file_source
+from roundhouse.core.models.gguf.values import GgufValue
 
 
 def read_gguf_header(path: Path) -> GgufHeader:
@@ -17,7 +20,23 @@ def read_gguf_header(path: Path) -> GgufHeader:
 
     Raises NotFoundError when there is no file, GgufError when it is not a readable GGUF.
     """
-    path = Path(path)
+    with _parser(Path(path)) as parser:
+        return parser.run()
+
+
+def read_gguf_metadata(path: Path, enough: Callable[[Mapping[str, GgufValue]], bool]) -> GgufHeader:
+    """The first metadata entries of the file at `path`, up to where `enough(metadata)`
+    holds (an incomplete header: a list needs the model's name and kind, which come before
+    the tokenizer's megabytes), or the whole header when that never happens. Raises as
+    read_gguf_header does."""
+    with _parser(Path(path)) as parser:
+        partial = parser.run_until(enough)
+        return partial if partial is not None else parser.run()
+
+
+@contextmanager
+def _parser(path: Path) -> Iterator[HeaderParser]:
+    """A parser over the open file; errors in words that name the file."""
     try:
         file, source = open_file_source(path)
     except FileNotFoundError:
@@ -34,7 +53,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
         ) from None
     with file:
         try:
-            return HeaderParser(source).run()
+            yield HeaderParser(source)
         except GgufError as exc:
             raise exc.located(str(path)) from None
         except OSError as exc:

@@ -85,15 +85,22 @@ def layer_max(header: GgufHeader, suffix: str) -> int | None:
 
 def quantization(header: GgufHeader) -> str | None:
     """The file type's name ("Q4_K_M", "BF16"), else the type holding most weight bytes."""
-    code = header.int_value(Keys.General.FILE_TYPE)
-    file_type = _FILE_TYPES.get(code) if code is not None else None
-    if file_type is not None and file_type != LlamaFileType.GUESSED:
-        return file_type.name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    named = file_type_name(header.int_value(Keys.General.FILE_TYPE))
+    if named is not None:
+        return named
     weights: Counter[str] = Counter()
     for tensor in header.tensors:
         if len(tensor.shape) >= 2:  # norms and biases stay F32 in every quantization
             weights[tensor.type.name] += tensor.n_bytes
     return weights.most_common(1)[0][0] if weights else None
+
+
+def file_type_name(code: int | None) -> str | None:
+    """general.file_type in words ("Q4_K_M"); None when absent, unknown or "guessed"."""
+    file_type = _FILE_TYPES.get(code) if code is not None else None
+    if file_type is None or file_type == LlamaFileType.GUESSED:
+        return None
+    return file_type.name.removeprefix("MOSTLY_").removeprefix("ALL_")
 
 
 def vocab_size(header: GgufHeader) -> int | None:

@@ -13,7 +13,7 @@ from roundhouse.base.files import write_atomic
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 MAX_CACHE_ENTRIES = 50_000
 MAX_CACHE_FILE_BYTES = 32 * 1024 * 1024
 
@@ -26,10 +26,14 @@ class ModelFacts:
     architecture: str | None = None
     name: str | None = None  # general.name of a GGUF
     parameter_count: int | None = None
+    parameter_label: str | None = None  # general.size_label of a GGUF: "8B", "30B-A3B"
     quantization: str | None = None
     context_length: int | None = None
     mlx: bool = False  # a safetensors folder written for mlx-lm
     error: str | None = None  # why the file cannot be read; the model is still listed
+    # False while only a GGUF's first metadata has been read (the quick probe): the whole
+    # header (exact parameter count, tensors inside the file) is read in the background.
+    checked: bool = True
 
 
 # Reads a GGUF file's header and says what it holds; blocking; raises on a bad file.

@@ -14,7 +14,7 @@ from roundhouse.api.library import LibraryModel, LibrarySource
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.models.hub.quants import GgufGroup, group_gguf_files
 from roundhouse.core.models.library.engines import engines_for
-from roundhouse.core.models.library.facts import FactsCache, GgufProbe, ModelFacts
+from roundhouse.core.models.library.facts import FactsCache, GgufProbe, ModelFacts, Stamp
 from roundhouse.core.models.library.safetensors_meta import model_dir_facts
 from roundhouse.core.models.library.walk import LocalFile, ModelDir
 
@@ -47,22 +47,25 @@ def stable_id(source: LibrarySource, key: str) -> str:
 
 
 class FactsReader:
-    """Facts of files through the cache; what it reads is remembered for `cache.keep_only`."""
+    """Facts of files through the cache; what it reads is remembered for `cache.keep_only`,
+    and GGUF files known only from the quick probe are collected in `unchecked`."""
 
     def __init__(self, cache: FactsCache, probe: GgufProbe | None) -> None:
         self.cache = cache
         self.probe = probe
         self.seen: set[str] = set()
+        self.unchecked: list[Unchecked] = []
 
     def gguf(self, file: LocalFile) -> ModelFacts:
         key = f"gguf:{file.path}"
         self.seen.add(key)
         stamp = (file.stamp,)
-        cached = self.cache.get(key, stamp)
-        if cached is not None:
-            return cached
-        facts = self._probe(Path(file.path))
-        self.cache.put(key, stamp, facts)
+        facts = self.cache.get(key, stamp)
+        if facts is None:
+            facts = probe_safely(self.probe, Path(file.path))
+            self.cache.put(key, stamp, facts)
+        if not facts.checked:
+            self.unchecked.append(Unchecked(key, stamp, Path(file.path)))
         return facts
 
     def model_dir(self, folder: ModelDir, repo: str | None) -> ModelFacts:
@@ -76,16 +79,27 @@ class FactsReader:
         self.cache.put(key, stamp, facts)
         return facts
 
-    def _probe(self, path: Path) -> ModelFacts:
-        if self.probe is None:
-            return ModelFacts()
-        try:
-            return self.probe(path)
-        except (RoundhouseError, OSError, ValueError) as exc:
-            return ModelFacts(error=getattr(exc, "detail", None) or str(exc) or type(exc).__name__)
-        except Exception as exc:  # one hostile file must not stop the listing: logged, listed
-            log.warning("Reading the GGUF header of %s failed", path, exc_info=True)
-            return ModelFacts(error=f"The file cannot be read as GGUF ({type(exc).__name__}).")
+
+@dataclass(frozen=True)
+class Unchecked:
+    """A GGUF file whose whole header is still to be read, and the cache entry it updates."""
+
+    key: str
+    stamp: Stamp
+    path: Path
+
+
+def probe_safely(probe: GgufProbe | None, path: Path) -> ModelFacts:
+    """The probe's facts, or the reason it failed as the entry's error: a list goes on."""
+    if probe is None:
+        return ModelFacts()
+    try:
+        return probe(path)
+    except (RoundhouseError, OSError, ValueError) as exc:
+        return ModelFacts(error=getattr(exc, "detail", None) or str(exc) or type(exc).__name__)
+    except Exception as exc:  # one hostile file must not stop the listing: logged, listed
+        log.warning("Reading the GGUF header of %s failed", path, exc_info=True)
+        return ModelFacts(error=f"The file cannot be read as GGUF ({type(exc).__name__}).")
 
 
 # (group) -> (display name, repo id or None)
@@ -137,6 +151,7 @@ def gguf_records(
             refs=list(refs),
             architecture=first.architecture,
             parameter_count=_total(counts) if group.complete else None,
+            parameter_label=first.parameter_label,
             quantization=first.quantization or group.quantization,
             context_length=first.context_length,
             size_bytes=group.size,

@@ -9,11 +9,18 @@
 
 Scans run one at a time in a thread; Ollama is asked at the same time, with a short timeout,
 and an Ollama that is not running is one line in `places`, not an error.
+
+A GGUF file seen for the first time is listed from its first metadata entries (the quick
+probe: what a list shows comes before the tokenizer's megabytes); its whole header, with
+the exact parameter count and every tensor checked against the file's size, is read right
+after in the background, and the next scan shows it (`LibraryList.checking` counts what is
+left). A first scan of 200 models takes a tenth of a second instead of two (ADR 17).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -28,16 +35,23 @@ from roundhouse.api.library import (
     LibraryPlace,
     LibrarySource,
 )
+from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
 from roundhouse.core.models.library.delete import execute, plan_delete
 from roundhouse.core.models.library.engines import is_apple_silicon
-from roundhouse.core.models.library.facts import FactsCache, GgufProbe
-from roundhouse.core.models.library.gguf_probe import default_gguf_probe
+from roundhouse.core.models.library.facts import FactsCache, GgufProbe, ModelFacts
+from roundhouse.core.models.library.gguf_probe import probe_gguf, probe_gguf_quick
 from roundhouse.core.models.library.importer import import_gguf
 from roundhouse.core.models.library.ollama_source import OllamaAccess, ollama_entry
 from roundhouse.core.models.library.places import LibraryPlaces
-from roundhouse.core.models.library.records import FactsReader, Record
+from roundhouse.core.models.library.records import FactsReader, Record, Unchecked, probe_safely
 from roundhouse.core.models.library.scan import scan_places
+
+log = logging.getLogger(__name__)
+
+# Whole headers read per thread hop in the background check: short, so a scan or a delete
+# waiting for the lock waits for a few files at most.
+CHECK_BATCH = 8
 
 _OLLAMA_SHARED_NOTE = (
     "Ollama shares layers between models, so it may free less when another model uses them."
@@ -50,13 +64,21 @@ class LibraryService:
         places: Callable[[], LibraryPlaces],
         *,
         gguf_probe: GgufProbe | None = None,
+        quick_probe: GgufProbe | None = None,
         ollama: OllamaAccess | None = None,
         cache_file: Path | None = None,
         apple_silicon: bool | None = None,
         ollama_timeout_s: float = 3.0,
     ) -> None:
         self._places = places
-        self._probe = gguf_probe if gguf_probe is not None else default_gguf_probe()
+        # The quick probe lists a file; the full one checks it after. A caller giving only a
+        # probe gets it for both, so nothing is left to check.
+        self._probe = gguf_probe if gguf_probe is not None else probe_gguf
+        if quick_probe is None:
+            quick_probe = probe_gguf_quick if gguf_probe is None else gguf_probe
+        self._quick_probe = quick_probe
+        self._unchecked: list[Unchecked] = []
+        self._checker: asyncio.Task[None] | None = None
         self._ollama = ollama
         self._cache = FactsCache(cache_file)
         self._apple = is_apple_silicon() if apple_silicon is None else apple_silicon
@@ -76,12 +98,42 @@ class LibraryService:
                 found.append(ollama_place)
             records.sort(key=lambda r: (r.model.name.casefold(), r.model.id))
             self._records = {r.model.id: r for r in records}
+            if self._unchecked and (self._checker is None or self._checker.done()):
+                self._checker = asyncio.create_task(self._check(), name="library-check")
             return LibraryList(
                 models=[r.model for r in records],
                 places=found,
                 scanned_at=datetime.now(UTC),
                 scan_seconds=round(time.perf_counter() - started, 4),
+                checking=len(self._unchecked),
             )
+
+    async def close(self) -> None:
+        """Stop the background check (what it read so far is in the cache file)."""
+        if self._checker is not None:
+            await cancel_and_wait(self._checker, reraise=False)
+            self._checker = None
+        async with self._lock:
+            await asyncio.to_thread(self._cache.save)
+
+    async def _check(self) -> None:
+        """Read the whole header of each file the quick probe listed, a few at a time."""
+        while True:
+            async with self._lock:
+                batch = self._unchecked[:CHECK_BATCH]
+            if not batch:
+                break
+            read = await asyncio.to_thread(self._read_whole, batch)
+            async with self._lock:
+                for item, facts in read:
+                    # A scan meanwhile may have seen the file change: keep only what holds.
+                    if self._cache.get(item.key, item.stamp) is not None:
+                        self._cache.put(item.key, item.stamp, facts)
+                done = set(batch)
+                self._unchecked = [u for u in self._unchecked if u not in done]
+        async with self._lock:
+            await asyncio.to_thread(self._cache.save)
+        log.debug("The library's headers are all read")
 
     async def get(self, model_id: str) -> LibraryModel:
         return (await self._record(model_id)).model
@@ -168,11 +220,15 @@ class LibraryService:
             "settings first, or import without a folder."
         )
 
+    def _read_whole(self, batch: list[Unchecked]) -> list[tuple[Unchecked, ModelFacts]]:
+        return [(item, probe_safely(self._probe, item.path)) for item in batch]
+
     def _scan_files(self, places: LibraryPlaces) -> tuple[list[Record], list[LibraryPlace]]:
-        reader = FactsReader(self._cache, self._probe)
+        reader = FactsReader(self._cache, self._quick_probe)
         scanned = scan_places(places, reader, self._apple)
         self._cache.keep_only(reader.seen)
         self._cache.save()
+        self._unchecked = reader.unchecked
         return scanned.records, scanned.places
 
     async def _scan_ollama(self) -> tuple[list[Record], LibraryPlace | None]:
