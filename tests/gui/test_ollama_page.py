@@ -1,6 +1,7 @@
 """The Ollama page against a real daemon attached to the Ollama stand-in (run as `ollama
-serve`): pull with progress per layer, the models listed, show, load (the loaded table with
-its GPU share), unload, delete; then Ollama goes away and the page says so, without dialogs."""
+serve`): pull through the download queue, the models listed, show, load (the loaded table
+with its GPU share), unload, delete; then Ollama goes away and the page says so, without
+dialogs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import qasync
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from roundhouse.api.ollama import OllamaPullProgress
+from roundhouse.api.downloads import DownloadState
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.ollama_page import OllamaPage
@@ -56,20 +57,19 @@ def test_pull_list_show_load_unload_delete_then_ollama_goes_away(
         assert page.models.rowCount() == 0 and page.loaded.rowCount() == 0
         assert f"Ollama at {standin.base_url}" in page.status_label.text()
 
-        # Pull: progress per layer with bytes, then the model is listed.
+        # Pull: queued in the daemon's download queue, progress in bytes, then listed.
         pull = page.pull_view
         assert not pull.pull_button.isEnabled(), "no name, no pull"
         pull.name_edit.setText("tiny")
         pull.pull_button.click()
-        assert pull.follow is not None and pull.stop_button.isVisible()
-        steps: list[OllamaPullProgress] = []
-        pull.follow.received.connect(steps.append)
+        assert pull.running and pull.stop_button.isVisible()
+        await wait_until(lambda: pull.job_id is not None, 10, "the pull queued")
+        assert pull.job_id is not None and pull.job_id.startswith("ollama-")
         await wait_until(lambda: page.models.keys() == ["tiny:latest"], 20, "the pulled model")
+        await wait_until(lambda: not pull.running, 10, "the pull to end")
         assert pull.status.text() == "Pulled tiny."
-        assert any(s.completed is not None and s.total and s.completed < s.total for s in steps)
-        layers = pull.layer_texts()
-        assert layers and all(text.startswith("done, ") for text in layers.values())
-        assert "8.0 KiB" in " ".join(layers.values())
+        assert pull.item is not None and pull.item.state == DownloadState.DONE
+        assert pull.item.size > 8 * 1024 and pull.item.bytes_done == pull.item.size
         row = page.models.texts()[0]
         assert (row["Parameters"], row["Quantization"], row["Family"]) == (
             "12.35M",

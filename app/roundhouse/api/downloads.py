@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,6 +90,56 @@ class DownloadItem(_Frozen):
         return max(0, self.size - self.bytes_done)
 
 
+# Ids of Ollama pull jobs start with this; the others are files from the Hub.
+OLLAMA_ID_PREFIX = "ollama-"
+
+
+def is_ollama_pull(item_id: str) -> bool:
+    """Whether the id names an Ollama pull job (the routes and clients dispatch on it)."""
+    return item_id.startswith(OLLAMA_ID_PREFIX)
+
+
+class OllamaDownloadRequest(_Frozen):
+    """An Ollama model to pull through the queue."""
+
+    model: str = Field(min_length=1, max_length=200, description="a tag such as 'qwen2.5:0.5b'")
+    instance: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the Ollama instance to pull into; default: one serving, else OLLAMA_HOST",
+    )
+
+
+class OllamaPullItem(_Frozen):
+    """One Ollama pull of the queue: bytes summed over the model's layers, as Ollama says."""
+
+    kind: Literal["ollama"] = "ollama"
+    id: str = Field(description="'ollama-' and 10 hex digits")
+    model: str
+    base_url: str = Field(description="the Ollama the model is pulled into")
+    instance: str | None = Field(default=None, description="the instance asked for, if any")
+    size: int = Field(ge=0, description="bytes of the layers Ollama has announced so far")
+    bytes_done: int = Field(ge=0)
+    layers: int = Field(default=0, ge=0, description="layers announced so far")
+    speed_bps: float = Field(default=0.0, ge=0)
+    eta_s: float | None = Field(default=None, description="None while stalled or unknown")
+    stalled: bool = Field(default=False, description="no bytes for a while")
+    state: DownloadState
+    status: str = Field(default="", description="Ollama's last status line ('pulling …')")
+    error: str | None = Field(default=None, description="what went wrong and what to do")
+    note: str | None = Field(default=None, description="what happens to Ollama's partial layers")
+    created_at: float
+    updated_at: float
+
+    @property
+    def remaining_bytes(self) -> int:
+        return max(0, self.size - self.bytes_done)
+
+
+# What the item routes answer: a file from the Hub or an Ollama pull (by the id's prefix).
+AnyDownloadItem = DownloadItem | OllamaPullItem
+
+
 class DownloadTotals(_Frozen):
     items: int = 0
     active: int = Field(default=0, description="items transferring or verifying now")
@@ -105,6 +156,9 @@ class DownloadQueueView(_Frozen):
     """The whole queue (oldest first), as lists and progress streams show it."""
 
     items: list[DownloadItem]
-    totals: DownloadTotals
+    totals: DownloadTotals = Field(description="over the files and the Ollama pulls")
     max_concurrent: int
     hub_cache: str = Field(description="the Hugging Face cache new downloads go to")
+    ollama: list[OllamaPullItem] = Field(
+        default=[], description="Ollama pulls, the oldest first (their limit is max_concurrent too)"
+    )

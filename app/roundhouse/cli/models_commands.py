@@ -97,6 +97,9 @@ def token(ctx: click.Context, set_: bool, clear: bool, check: bool, as_json: boo
 @click.option("--file", "files", multiple=True, help="A path in the repository (repeatable).")
 @click.option("--detach", is_flag=True, help="Queue the download and return at once.")
 @click.option("--json", "as_json", is_flag=True, help="Print the queued items as JSON.")
+@click.option(
+    "--instance", help="For ollama:NAME, the Ollama instance to pull into (`engines ps`)."
+)
 @click.pass_context
 def pull(
     ctx: click.Context,
@@ -106,16 +109,33 @@ def pull(
     files: tuple[str, ...],
     detach: bool,
     as_json: bool,
+    instance: str | None,
 ) -> None:
-    """Download a model into the Hugging Face cache, with progress.
+    """Download a model into the Hugging Face cache, or pull one into Ollama, with progress.
 
     CHOICE is a quantization from `roundhouse models info REPO` (Q4_K_M, Q8_0, ...); a
-    repository with one choice (safetensors, MLX) needs none. The download survives a
-    restart of the daemon and resumes where it stopped.
+    repository with one choice (safetensors, MLX) needs none. REPO `ollama:NAME[:TAG]`
+    pulls through Ollama's API into Ollama's own store, in the same queue. The download
+    survives a restart of the daemon and resumes where it stopped.
     """
     from roundhouse.cli.main import home_of, run_async
     from roundhouse.cli.models_pull import pull_files
+    from roundhouse.cli.models_pull_ollama import ollama_model, pull_ollama
+    from roundhouse.cli.output import fail
 
+    model = ollama_model(repo)
+    if model is not None:
+        if choice or files or revision != "main":
+            fail(
+                "An Ollama pull takes a tag (ollama:NAME:TAG), not CHOICE, --file or --revision.",
+                code=2,
+            )
+        if not model.strip():
+            fail("Name the Ollama model: `roundhouse models pull ollama:qwen2.5:0.5b`.", code=2)
+        run_async(pull_ollama(home_of(ctx), model, instance, detach, as_json))
+        return
+    if instance:
+        fail("--instance applies to Ollama pulls (REPO ollama:NAME).", code=2)
     run_async(pull_files(home_of(ctx), repo, revision, choice, list(files), detach, as_json))
 
 
@@ -134,7 +154,8 @@ def downloads(
     clear: bool,
     as_json: bool,
 ) -> None:
-    """The download queue: progress of each file; pause, resume or cancel one by id."""
+    """The download queue (Hub files and Ollama pulls): progress; pause, resume or cancel one
+    by id."""
     from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import download_item_view, queue_view
     from roundhouse.cli.output import fail

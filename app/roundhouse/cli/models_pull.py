@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
 from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadRequest, DownloadState
 from roundhouse.api.hub import HubModelDetails
 from roundhouse.base.paths import Home
 from roundhouse.client import DaemonClient
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 _ENDED = frozenset(
     {
@@ -69,12 +75,12 @@ async def pull_files(
     _report(final)
 
 
-async def _show_progress(client: DaemonClient, ids: set[str]) -> list[DownloadItem]:
+def download_progress() -> Progress:
+    """The rich progress display of pulls: name, bar, bytes, speed, time left and state."""
     from rich.progress import (
         BarColumn,
         DownloadColumn,
         Progress,
-        TaskID,
         TextColumn,
         TimeRemainingColumn,
         TransferSpeedColumn,
@@ -82,7 +88,6 @@ async def _show_progress(client: DaemonClient, ids: set[str]) -> list[DownloadIt
 
     from roundhouse.cli.output import console
 
-    latest: list[DownloadItem] = []
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -91,18 +96,29 @@ async def _show_progress(client: DaemonClient, ids: set[str]) -> list[DownloadIt
         TimeRemainingColumn(),
         TextColumn("{task.fields[state]}"),
     )
-    with Progress(*columns, console=console, transient=False) as progress:
+    return Progress(*columns, console=console, transient=False)
+
+
+async def _show_progress(client: DaemonClient, ids: set[str]) -> list[DownloadItem]:
+    from rich.progress import TaskID
+
+    from roundhouse.cli.output import console
+
+    latest: list[DownloadItem] = []
+    with download_progress() as progress:
         tasks: dict[str, TaskID] = {}
         try:
-            async for view in client.follow_downloads():
-                latest = _mine(view, ids)
-                for item in latest:
-                    if item.id not in tasks:
-                        tasks[item.id] = progress.add_task(item.path, total=item.size, state="")
-                    state = "stalled, retrying" if item.stalled else item.state.value
-                    progress.update(tasks[item.id], completed=item.bytes_done, state=state)
-                if latest and all(i.state in _ENDED for i in latest):
-                    break
+            # Closed at once when left: a stream left to the collector fails at exit.
+            async with aclosing(client.follow_downloads()) as views:
+                async for view in views:
+                    latest = _mine(view, ids)
+                    for item in latest:
+                        if item.id not in tasks:
+                            tasks[item.id] = progress.add_task(item.path, total=item.size, state="")
+                        state = "stalled, retrying" if item.stalled else item.state.value
+                        progress.update(tasks[item.id], completed=item.bytes_done, state=state)
+                    if latest and all(i.state in _ENDED for i in latest):
+                        break
         except KeyboardInterrupt:  # pragma: no cover - interactive only
             console.print("The download goes on in the daemon: `roundhouse models downloads`.")
     return latest

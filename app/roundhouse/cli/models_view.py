@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from roundhouse.api.downloads import DownloadItem, DownloadQueueView
+from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, OllamaPullItem
 from roundhouse.api.fit import FitVerdict, ModelFit
 from roundhouse.api.hub import HubModelDetails, HubSearchResult, HubTokenStatus
 from roundhouse.api.library import DeleteResult, LibraryList, LibraryModel
@@ -80,7 +80,7 @@ def _eta(seconds: float | None, stalled: bool) -> str:
 
 
 def queue_view(view: DownloadQueueView) -> RenderableType:
-    if not view.items:
+    if not view.items and not view.ollama:
         return "No downloads: `roundhouse models pull REPO QUANT` starts one."
     table = Table(title=f"Downloads (into {view.hub_cache})", title_justify="left")
     for column in ("ID", "File", "State", "Done", "Size", "Speed", "ETA", "Note"):
@@ -97,11 +97,31 @@ def queue_view(view: DownloadQueueView) -> RenderableType:
             _eta(item.eta_s, item.stalled),
             item.error or item.quarantine_path or "",
         )
+    for pull in view.ollama:
+        _ollama_row(table, pull)
     return table
 
 
-def download_item_view(item: DownloadItem) -> RenderableType:
+def _ollama_row(table: Table, pull: OllamaPullItem) -> None:
+    """An Ollama pull in the queue's table: its bytes are summed over the model's layers."""
+    share = f"{100 * pull.bytes_done / pull.size:.0f}%" if pull.size else ""
+    table.add_row(
+        pull.id,
+        f"ollama:{pull.model} ({pull.base_url})",
+        pull.state.value,
+        share,
+        format_bytes(pull.size) if pull.size else "",
+        f"{format_bytes(pull.speed_bps)}/s" if pull.speed_bps else "",
+        _eta(pull.eta_s, pull.stalled),
+        pull.error or pull.note or pull.status,
+    )
+
+
+def download_item_view(item: AnyDownloadItem) -> RenderableType:
     note = f": {item.error}" if item.error else ""
+    if isinstance(item, OllamaPullItem):
+        note = note or (f": {item.note}" if item.note else "")
+        return Text(f"{item.id} ollama:{item.model}: {item.state.value}{note}")
     return Text(f"{item.id} {item.path}: {item.state.value}{note}")
 
 
@@ -136,12 +156,20 @@ def library_view(listing: LibraryList) -> RenderableType:
             model.source.value,
             model.format.value,
             model.architecture or "",
-            _count(model.parameter_count),
+            model.parameter_label or _count(model.parameter_count),
             model.quantization or "",
             str(model.context_length or ""),
             format_bytes(model.size_bytes),
             ", ".join(e.value for e in model.engines),
         )
+    if listing.checking:
+        # Listed from their first metadata; the daemon is reading the rest of each header.
+        checking = Text(
+            f"Reading {listing.checking} more GGUF header(s) in full (exact parameter counts, "
+            "files cut short): list again in a moment.",
+            style="dim",
+        )
+        return Group(table, places, checking)
     return Group(table, places)
 
 

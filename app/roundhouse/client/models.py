@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -10,7 +10,15 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadRequest
+from roundhouse.api.downloads import (
+    AnyDownloadItem,
+    DownloadItem,
+    DownloadQueueView,
+    DownloadRequest,
+    OllamaDownloadRequest,
+    OllamaPullItem,
+    is_ollama_pull,
+)
 from roundhouse.api.fit import FitQuery, ModelFit
 from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
 
@@ -22,6 +30,12 @@ _SLOW = httpx.Timeout(120.0, connect=2.0)
 
 def _item(item_id: str, action: str = "") -> str:
     return "/downloads/" + quote(item_id, safe="") + (f"/{action}" if action else "")
+
+
+def _item_model(item_id: str) -> type[DownloadItem] | type[OllamaPullItem]:
+    """The daemon answers an Ollama pull's id with an OllamaPullItem, a file's with a
+    DownloadItem."""
+    return OllamaPullItem if is_ollama_pull(item_id) else DownloadItem
 
 
 class ModelsMixin:
@@ -46,22 +60,31 @@ class ModelsMixin:
             "POST", "/downloads", DownloadQueueView, content=body, headers=_JSON, timeout=_SLOW
         )
 
-    async def download(self, item_id: str) -> DownloadItem:
-        return await self._request("GET", _item(item_id), DownloadItem)
+    async def add_ollama_pull(self, request: OllamaDownloadRequest) -> OllamaPullItem:
+        """Queue a pull through Ollama; its progress comes with `follow_downloads`."""
+        body = request.model_dump_json()
+        return await self._request(
+            "POST", "/downloads/ollama", OllamaPullItem, content=body, headers=_JSON
+        )
 
-    async def pause_download(self, item_id: str) -> DownloadItem:
-        return await self._request("POST", _item(item_id, "pause"), DownloadItem)
+    async def download(self, item_id: str) -> AnyDownloadItem:
+        return await self._request("GET", _item(item_id), _item_model(item_id))
 
-    async def resume_download(self, item_id: str) -> DownloadItem:
-        return await self._request("POST", _item(item_id, "resume"), DownloadItem, timeout=_SLOW)
+    async def pause_download(self, item_id: str) -> AnyDownloadItem:
+        return await self._request("POST", _item(item_id, "pause"), _item_model(item_id))
 
-    async def cancel_download(self, item_id: str) -> DownloadItem:
-        return await self._request("POST", _item(item_id, "cancel"), DownloadItem)
+    async def resume_download(self, item_id: str) -> AnyDownloadItem:
+        return await self._request(
+            "POST", _item(item_id, "resume"), _item_model(item_id), timeout=_SLOW
+        )
+
+    async def cancel_download(self, item_id: str) -> AnyDownloadItem:
+        return await self._request("POST", _item(item_id, "cancel"), _item_model(item_id))
 
     async def clear_finished_downloads(self) -> DownloadQueueView:
         return await self._request("POST", "/downloads/clear", DownloadQueueView)
 
-    async def follow_downloads(self) -> AsyncIterator[DownloadQueueView]:
+    async def follow_downloads(self) -> AsyncGenerator[DownloadQueueView, None]:
         """The queue now and after each change, until the daemon stops or the caller does."""
         async with aclosing(self._stream("/downloads/stream", ("queue",))) as events:
             async for _, data in events:

@@ -20,7 +20,8 @@ def _import_models() -> None:
     # In a thread, so the server answers while huggingface_hub, gguf and numpy load.
     import roundhouse.core.models.downloads.service
     import roundhouse.core.models.library.service
-    import roundhouse.core.models.model_fit  # noqa: F401
+    import roundhouse.core.models.model_fit
+    import roundhouse.core.models.ollama_pulls.service  # noqa: F401
 
 
 async def open_models(services: DaemonServices) -> None:
@@ -32,6 +33,7 @@ async def open_models(services: DaemonServices) -> None:
     from roundhouse.core.models.library.ollama_source import default_ollama_access
     from roundhouse.core.models.library.places import library_places
     from roundhouse.core.models.library.service import LibraryService
+    from roundhouse.core.models.ollama_pulls.service import OllamaPulls
 
     data = services.home.data_dir / MODELS_DIR
     data.mkdir(parents=True, exist_ok=True)
@@ -57,6 +59,13 @@ async def open_models(services: DaemonServices) -> None:
         token=hub.tokens.token,
         endpoint=hub.endpoint,
     )
+    pulls = OllamaPulls(data, settings=lambda: services.settings.models)
+    try:
+        # Pulls that ran when the last daemon stopped are pulled again (Ollama resumes).
+        await pulls.start()
+        services.ollama_pulls = pulls
+    except (RoundhouseError, OSError, sqlite3.Error) as exc:
+        log.error("The Ollama pulls cannot open: %s", exc)
     try:
         await downloads.start()
     except (RoundhouseError, OSError, sqlite3.Error) as exc:
@@ -72,5 +81,9 @@ async def close_models(services: DaemonServices) -> None:
         await cancel_and_wait(services.models_opening, reraise=False)
     if services.downloads is not None:
         await services.downloads.close()
+    if services.ollama_pulls is not None:
+        await services.ollama_pulls.close()
+    if services.library is not None:
+        await services.library.close()
     if services.hub is not None:
         services.hub.close()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from roundhouse.core.models.hub.service import HubService
     from roundhouse.core.models.library.service import LibraryService
     from roundhouse.core.models.model_fit import ModelFitter
+    from roundhouse.core.models.ollama_pulls.service import OllamaPulls
     from roundhouse.server.gateway_listener import SecondListener
 
 # Called with the settings in force, so a changed list of Pythons counts at the next refresh.
@@ -60,6 +61,7 @@ class DaemonServices:
     hub: HubService | None = None
     downloads: DownloadService | None = None
     downloads_error: str | None = None
+    ollama_pulls: OllamaPulls | None = None
     library: LibraryService | None = None
     fitter: ModelFitter | None = None
     # Opening the model services runs beside the server's start; their routes wait for it.
@@ -127,6 +129,13 @@ class DaemonServices:
         if self.downloads is None:
             raise ServiceUnavailableError(self.downloads_error or "The download queue is not open.")
         return self.downloads
+
+    def ollama_pull_service(self) -> OllamaPulls:
+        if self.ollama_pulls is None:
+            raise ServiceUnavailableError(
+                self.downloads_error or "The queue of Ollama pulls is not open."
+            )
+        return self.ollama_pulls
 
     def library_service(self) -> LibraryService:
         if self.library is None:

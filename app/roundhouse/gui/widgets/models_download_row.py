@@ -1,4 +1,5 @@
-"""One file of the download queue: its bar, bytes, speed and ETA, error, and its three buttons."""
+"""One item of the download queue (a Hub file or an Ollama pull): its bar, bytes, speed and
+ETA, error, and its three buttons."""
 
 from __future__ import annotations
 
@@ -12,21 +13,33 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.downloads import RESUMABLE_STATES, DownloadItem, DownloadState
+from roundhouse.api.downloads import (
+    RESUMABLE_STATES,
+    AnyDownloadItem,
+    DownloadState,
+    OllamaPullItem,
+)
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.widgets.models_words import STATE_NAMES, item_line
 
 BAR_STEPS = 1000
 PAUSABLE = frozenset({DownloadState.QUEUED, DownloadState.DOWNLOADING})
 NOT_CANCELLABLE = frozenset({DownloadState.DONE, DownloadState.CANCELLED})
+FILE_CANCEL_TIP = "Stop and delete the partial file"
+OLLAMA_CANCEL_TIP = "Stop the pull; Ollama keeps its partial layers until it cleans up"
+
+
+def item_label(item: AnyDownloadItem) -> str:
+    """The row's title: the file's path, or 'ollama:<model>' for an Ollama pull."""
+    return f"ollama:{item.model}" if isinstance(item, OllamaPullItem) else item.path
 
 
 class DownloadRow(QFrame):
-    """Shows the latest DownloadItem given; buttons are enabled by its state."""
+    """Shows the latest item given; buttons are enabled by its state."""
 
     action_requested = Signal(str, str)  # the item's id, "pause" | "resume" | "cancel"
 
-    def __init__(self, item: DownloadItem, parent: QWidget | None = None) -> None:
+    def __init__(self, item: AnyDownloadItem, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.item = item
@@ -48,7 +61,7 @@ class DownloadRow(QFrame):
         self.pause_button = QPushButton("Pause")
         self.resume_button = QPushButton("Resume")
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop and delete the partial file")
+        self.cancel_button.setToolTip(FILE_CANCEL_TIP)
         for button, action in (
             (self.pause_button, "pause"),
             (self.resume_button, "resume"),
@@ -69,22 +82,30 @@ class DownloadRow(QFrame):
         layout.setColumnStretch(0, 1)
         self.show_item(item)
 
-    def show_item(self, item: DownloadItem) -> None:
+    def show_item(self, item: AnyDownloadItem) -> None:
         self.item = item
-        self.name_label.setText(item.path)
-        revision = "" if item.revision == "main" else f" @ {item.revision}"
-        self.repo_label.setText(item.repo + revision)
-        self.name_label.setToolTip(item.local_path or item.path)
+        self.name_label.setText(item_label(item))
         share = item.bytes_done / item.size if item.size else 0.0
         done = item.state == DownloadState.DONE
         self.bar.setValue(BAR_STEPS if done else int(min(1.0, share) * BAR_STEPS))
         line = item_line(item)
-        if done and item.local_path:
-            line = f"done · {format_bytes(item.size)} · {item.local_path}"
+        if isinstance(item, OllamaPullItem):
+            self.repo_label.setText(f"Ollama · {item.base_url}")
+            self.name_label.setToolTip(f"Pulled through Ollama's API into {item.base_url}")
+            self.cancel_button.setToolTip(OLLAMA_CANCEL_TIP)
+            if item.status and not done:
+                line = f"{line} · {item.status}"
+            error = item.error or item.note or ""
+        else:
+            revision = "" if item.revision == "main" else f" @ {item.revision}"
+            self.repo_label.setText(item.repo + revision)
+            self.name_label.setToolTip(item.local_path or item.path)
+            if done and item.local_path:
+                line = f"done · {format_bytes(item.size)} · {item.local_path}"
+            error = item.error or ""
+            if item.state == DownloadState.QUARANTINED and item.quarantine_path:
+                error = f"{error} The file was kept at {item.quarantine_path}.".strip()
         self.line_label.setText(line)
-        error = item.error or ""
-        if item.state == DownloadState.QUARANTINED and item.quarantine_path:
-            error = f"{error} The file was kept at {item.quarantine_path}.".strip()
         self.error_label.setText(error)
         self.error_label.setVisible(bool(error))
         self._update_buttons()

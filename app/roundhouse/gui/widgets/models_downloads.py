@@ -1,5 +1,6 @@
-"""The download queue, live: one row per file, fed by the daemon's stream and repainted at
-most four times a second from the latest snapshot; the stream is followed again if it ends."""
+"""The download queue, live: one row per file or Ollama pull, fed by the daemon's stream and
+repainted at most four times a second from the latest snapshot; the stream is followed again
+if it ends."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.downloads import DownloadItem, DownloadQueueView, DownloadState
+from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, DownloadState
 from roundhouse.base.units import format_bytes, format_duration
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
 from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.models_calls import ModelsCalls
-from roundhouse.gui.widgets.models_download_row import DownloadRow
+from roundhouse.gui.widgets.models_download_row import DownloadRow, item_label
 
 REPAINT_MS = 250
 FINISHED = frozenset({DownloadState.DONE, DownloadState.CANCELLED})
@@ -45,7 +46,7 @@ class DownloadsPanel(QWidget):
     """Follows the queue while connected; each action answers in the message line."""
 
     counts_changed = Signal(int)  # unfinished files
-    item_finished = Signal(object)  # DownloadItem, once it is done
+    item_finished = Signal(object)  # DownloadItem or OllamaPullItem, once it is done
 
     def __init__(
         self, bridge: DaemonBridge, calls: ModelsCalls, parent: QWidget | None = None
@@ -162,10 +163,12 @@ class DownloadsPanel(QWidget):
         view = self._latest
         if view is None:
             return
-        wanted = {item.id for item in view.items}
+        # Hub files and Ollama pulls in one list, the oldest first.
+        items = sorted([*view.items, *view.ollama], key=lambda item: item.created_at)
+        wanted = {item.id for item in items}
         for item_id in [i for i in self.rows if i not in wanted]:
             self.rows.pop(item_id).deleteLater()
-        for index, item in enumerate(view.items):
+        for index, item in enumerate(items):
             row = self.rows.get(item.id)
             if row is None:
                 row = self.rows[item.id] = DownloadRow(item)
@@ -174,13 +177,16 @@ class DownloadsPanel(QWidget):
                 self._rows_layout.insertWidget(index + 1, row)
             else:
                 row.show_item(item)
-        self.empty_label.setVisible(not view.items)
+        self.empty_label.setVisible(not items)
         self.totals_label.setText(totals_in_words(view))
-        self.where_label.setText(f"Files go to the Hugging Face cache at {view.hub_cache}")
-        self.clear_button.setEnabled(any(item.state in FINISHED for item in view.items))
-        self._announce(view.items)
+        where = f"Files go to the Hugging Face cache at {view.hub_cache}"
+        if view.ollama:
+            where += "; Ollama pulls go to Ollama's own store"
+        self.where_label.setText(where)
+        self.clear_button.setEnabled(any(item.state in FINISHED for item in items))
+        self._announce(items)
 
-    def _announce(self, items: list[DownloadItem]) -> None:
+    def _announce(self, items: list[AnyDownloadItem]) -> None:
         before, self._states = self._states, {item.id: item.state for item in items}
         unfinished = sum(1 for item in items if item.state not in FINISHED)
         self.counts_changed.emit(unfinished)
@@ -191,11 +197,12 @@ class DownloadsPanel(QWidget):
                 self.item_finished.emit(item)
 
     def row_states(self) -> dict[str, str]:
-        """Each file's state as shown, by path: for tests and the screenshots."""
-        return {row.item.path: row.item.state.value for row in self.rows.values()}
+        """Each item's state as shown, by path ('ollama:<model>' for a pull): for tests and
+        the screenshots."""
+        return {item_label(row.item): row.item.state.value for row in self.rows.values()}
 
     def row_for(self, path: str) -> DownloadRow | None:
-        return next((row for row in self.rows.values() if row.item.path == path), None)
+        return next((row for row in self.rows.values() if item_label(row.item) == path), None)
 
     # -- actions ------------------------------------------------------------------------
 
@@ -217,12 +224,13 @@ class DownloadsPanel(QWidget):
         call.failed.connect(lambda failure: self._say(f"Could not {action} it: {failure}"))
         call.finished.connect(lambda: self._on_action_finished(item_id))
 
-    def _on_action_succeeded(self, item: DownloadItem) -> None:
+    def _on_action_succeeded(self, item: AnyDownloadItem) -> None:
         # Shown at once, in case the stream is slow to say it.
         view = self._latest
         if view is not None:
             items = [item if known.id == item.id else known for known in view.items]
-            self.show_queue(view.model_copy(update={"items": items}))
+            pulls = [item if known.id == item.id else known for known in view.ollama]
+            self.show_queue(view.model_copy(update={"items": items, "ollama": pulls}))
 
     def _on_action_finished(self, item_id: str) -> None:
         self._actions.pop(item_id, None)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from roundhouse.api.downloads import DownloadItem, DownloadState
+from roundhouse.api.downloads import AnyDownloadItem, DownloadItem, DownloadState
 from roundhouse.api.fit import DeviceFit, FitReport, FitVerdict
 from roundhouse.api.hub import HubModelKind
 from roundhouse.base.units import format_bytes, format_duration
@@ -143,7 +143,7 @@ def fit_details_html(report: FitReport) -> str:
 # -- downloads ----------------------------------------------------------------------------
 
 
-def progress_in_words(item: DownloadItem) -> str:
+def progress_in_words(item: AnyDownloadItem) -> str:
     """'4.1 MiB of 8.0 MiB (51%)'."""
     if item.size <= 0:
         return format_bytes(item.bytes_done)
@@ -151,17 +151,18 @@ def progress_in_words(item: DownloadItem) -> str:
     return f"{format_bytes(item.bytes_done)} of {format_bytes(item.size)} ({share:.0%})"
 
 
-def rate_in_words(item: DownloadItem) -> str:
+def rate_in_words(item: AnyDownloadItem) -> str:
     """'2.0 MiB/s, 3s left', 'stalled, retrying', or '' when not transferring."""
     if item.state != DownloadState.DOWNLOADING:
         return ""
     if item.stalled:
-        return "stalled, retrying"
+        # A file is retried by the daemon; an Ollama pull waits on Ollama.
+        return "stalled, retrying" if isinstance(item, DownloadItem) else "stalled"
     speed = f"{format_bytes(item.speed_bps)}/s"
     return f"{speed}, {format_duration(item.eta_s)} left" if item.eta_s is not None else speed
 
 
-def item_line(item: DownloadItem) -> str:
+def item_line(item: AnyDownloadItem) -> str:
     """The line under an item's bar: state, bytes, and speed while it transfers."""
     parts = [STATE_NAMES.get(item.state, item.state.value), progress_in_words(item)]
     rate = rate_in_words(item)

@@ -1,4 +1,8 @@
-"""Pull an Ollama model: a name, then progress per layer with bytes; Stop closes the stream."""
+"""Pull an Ollama model: a name, queued in the daemon's download queue, then its progress.
+
+The pull is a job of the queue (Models → Downloads shows it too): it goes on when the page
+closes and after a daemon restart. Stop pauses it; Pull again resumes it.
+"""
 
 from __future__ import annotations
 
@@ -6,43 +10,63 @@ from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from roundhouse.api.ollama import OllamaPullProgress
+from roundhouse.api.downloads import (
+    DownloadQueueView,
+    DownloadState,
+    OllamaDownloadRequest,
+    OllamaPullItem,
+)
 from roundhouse.base.units import format_bytes
-from roundhouse.gui.call import Failure, Follow
-from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 
 REPAINT_MS = 250
+FOLLOW_AGAIN_MS = 1000
 BAR_STEPS = 1000
+ACTIVE = frozenset({DownloadState.QUEUED, DownloadState.DOWNLOADING, DownloadState.VERIFYING})
 
 
-def layer_in_words(completed: int | None, total: int) -> str:
+def bytes_in_words(done: int, total: int) -> str:
     """'4.1 MiB of 8.0 MiB (51%)', or 'done, 8.0 MiB'."""
-    done = completed or 0
     if done >= total:
         return f"done, {format_bytes(total)}"
     return f"{format_bytes(done)} of {format_bytes(total)} ({done / total:.0%})"
 
 
-def short_digest(digest: str) -> str:
-    return digest.removeprefix("sha256:")[:12]
+def pull_in_words(item: OllamaPullItem) -> str:
+    """The status line of a pull, by its state."""
+    model = item.model
+    match item.state:
+        case DownloadState.DONE:
+            return f"Pulled {model}."
+        case DownloadState.FAILED:
+            return f"The pull of {model} failed: {item.error or 'Ollama did not say why.'}"
+        case DownloadState.PAUSED:
+            return (
+                f"Paused the pull of {model}; Ollama keeps what it has. Pull it again, or "
+                "resume it under Models → Downloads, to go on."
+            )
+        case DownloadState.CANCELLED:
+            return f"Cancelled the pull of {model}. {item.note or ''}".strip()
+        case DownloadState.QUEUED:
+            return f"{model}: waiting in the download queue"
+        case _:
+            stalled = " (stalled: no bytes for a while)" if item.stalled else ""
+            return f"{model}: {item.status or 'starting'}{stalled}"
 
 
 class OllamaPullView(QGroupBox):
-    """One pull at a time; the layers stay listed once it ended, with how it ended."""
+    """One pull at a time, followed through the download queue's stream."""
 
     pulled = Signal(str)  # the model, once Ollama has it
 
@@ -56,33 +80,25 @@ class OllamaPullView(QGroupBox):
         self._bridge = bridge
         self._instance = instance
         self.follow: Follow | None = None
-        self._model = ""
-        # digest -> (completed, total), in the order Ollama reported them.
-        self.layers: dict[str, tuple[int | None, int]] = {}
-        self._latest: OllamaPullProgress | None = None
+        self._adding: Call | None = None
+        self._pausing: Call | None = None
+        self.job_id: str | None = None
+        self.item: OllamaPullItem | None = None  # the job as last painted
+        self._latest: OllamaPullItem | None = None
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("a model tag, such as qwen2.5:0.5b or llama3.2")
         self.name_edit.returnPressed.connect(lambda: self.pull())
         self.name_edit.textChanged.connect(self._update_actions)
         self.pull_button = QPushButton("Pull")
+        self.pull_button.setToolTip("Queue the pull; it shows under Models → Downloads too")
         self.pull_button.clicked.connect(lambda: self.pull())
         self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop the pull; Ollama keeps what it has and resumes next time")
+        self.stop_button.setToolTip("Pause the pull; Ollama keeps what it has, and Pull resumes it")
         self.stop_button.clicked.connect(self.stop)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.bar = QProgressBar()
-        self.table = QTableWidget(0, 2)
-        self.table.setHorizontalHeaderLabels(["Layer", "Progress"])
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.table.setMaximumHeight(120)
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         row = QHBoxLayout()
         row.addWidget(self.name_edit, 1)
         row.addWidget(self.pull_button)
@@ -91,48 +107,56 @@ class OllamaPullView(QGroupBox):
         layout.addLayout(row)
         layout.addWidget(self.status)
         layout.addWidget(self.bar)
-        layout.addWidget(self.table)
-        for widget in (self.status, self.bar, self.table):
-            widget.hide()
+        self.status.hide()
+        self.bar.hide()
         self._repaint = QTimer(self)
         self._repaint.setSingleShot(True)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self._paint)
+        self._again = QTimer(self)
+        self._again.setSingleShot(True)
+        self._again.setInterval(FOLLOW_AGAIN_MS)
+        self._again.timeout.connect(self._follow)
+        bridge.connected.connect(self._on_bridge_connected)
         self._update_actions()
 
     @property
     def running(self) -> bool:
-        return self.follow is not None and not self.follow.done
-
-    def layer_texts(self) -> dict[str, str]:
-        return {
-            self.table.item(row, 0).text(): self.table.item(row, 1).text()
-            for row in range(self.table.rowCount())
-        }
+        """A pull is being queued, waits or runs."""
+        if self._adding is not None:
+            return True
+        return self._latest is not None and self._latest.state in ACTIVE
 
     def pull(self, name: str | None = None) -> None:
         model = (name or self.name_edit.text()).strip()
         if not model or self.running:
             return
-        self._model = model
-        self.layers.clear()
-        self._latest = None
-        self.table.setRowCount(0)
-        self.status.setText(f"Asking Ollama for {model}…")
+        self.job_id, self.item, self._latest = None, None, None
+        self.status.setText(f"Queueing the pull of {model}…")
         self.status.show()
         self.bar.setRange(0, 0)
         self.bar.show()
-        self.follow = follow = self._bridge.ollama.pull(model, self._instance())
-        follow.received.connect(self._on_follow_received)
-        follow.ended.connect(self._on_follow_ended)
-        follow.failed.connect(self._on_follow_failed)
-        follow.cancelled.connect(self._on_follow_cancelled)
-        follow.finished.connect(self._update_actions)
+        request = OllamaDownloadRequest(model=model, instance=self._instance())
+        self._adding = call = self._bridge.call(
+            "queue the Ollama pull", lambda c: c.add_ollama_pull(request)
+        )
+        call.succeeded.connect(self._on_add_succeeded)
+        call.failed.connect(self._on_add_failed)
+        call.finished.connect(self._on_add_finished)
         self._update_actions()
 
     def stop(self) -> None:
-        if self.follow is not None:
-            self.follow.cancel()
+        """Pause the pull (Ollama keeps its layers); Pull resumes it."""
+        job = self.job_id
+        if job is None or not self.running or self._pausing is not None:
+            return
+        self._pausing = call = self._bridge.call(
+            "pause the Ollama pull", lambda c: c.pause_download(job)
+        )
+        call.succeeded.connect(self._take)
+        call.failed.connect(lambda failure: self.status.setText(f"Not paused: {failure}"))
+        call.finished.connect(self._on_pause_finished)
+        self._update_actions()
 
     def set_enabled(self, enabled: bool) -> None:
         self.name_edit.setEnabled(enabled)
@@ -140,54 +164,87 @@ class OllamaPullView(QGroupBox):
 
     # -- progress -----------------------------------------------------------------------
 
-    def _on_follow_received(self, step: OllamaPullProgress) -> None:
-        self._latest = step
-        if step.digest and step.total:
-            self.layers[step.digest] = (step.completed, step.total)
-        if not self._repaint.isActive():
-            self._repaint.start()
+    def _on_add_succeeded(self, item: OllamaPullItem) -> None:
+        self.job_id = item.id
+        self._take(item)
+        self._follow()
+
+    def _on_add_failed(self, failure: Failure) -> None:
+        self.bar.hide()
+        self.status.setText(f"The pull was not queued: {failure}")
+
+    def _on_add_finished(self) -> None:
+        self._adding = None
+        self._update_actions()
+
+    def _on_pause_finished(self) -> None:
+        self._pausing = None
+        self._update_actions()
+
+    def _follow(self) -> None:
+        if self.follow is not None and not self.follow.done:
+            return
+        if self._bridge.state != ConnectionState.CONNECTED:
+            return  # `connected` follows again
+        self.follow = follow = self._bridge.follow(
+            "follow the Ollama pull", lambda c: c.follow_downloads()
+        )
+        follow.received.connect(self._on_follow_received)
+        # Bound slots, not lambdas: Qt drops them with this view if the stream outlives it.
+        follow.finished.connect(self._on_follow_finished)
+
+    def _on_bridge_connected(self) -> None:
+        latest = self._latest
+        if latest is not None and latest.state != DownloadState.DONE:
+            self._follow()
+
+    def _on_follow_received(self, view: DownloadQueueView) -> None:
+        found = next((item for item in view.ollama if item.id == self.job_id), None)
+        if found is not None:
+            self._take(found)
+
+    def _on_follow_finished(self) -> None:
+        # The stream ended (the daemon restarted): follow again until the pull is done.
+        latest = self._latest
+        ended = self.follow is not None and self.follow.done
+        if ended and latest is not None and latest.state != DownloadState.DONE:
+            self._again.start()
+
+    def _take(self, item: OllamaPullItem) -> None:
+        if item.id != self.job_id:
+            return
+        self._latest = item
+        if item.state in ACTIVE:
+            if not self._repaint.isActive():
+                self._repaint.start()
+        else:
+            self._repaint.stop()
+            self._paint()
 
     def _paint(self) -> None:
-        step = self._latest
-        if step is None:
+        item, before = self._latest, self.item
+        if item is None:
             return
-        self.table.setVisible(bool(self.layers))
-        self.table.setRowCount(len(self.layers))
-        for row, (digest, (completed, total)) in enumerate(self.layers.items()):
-            for column, text in enumerate((short_digest(digest), layer_in_words(completed, total))):
-                item = self.table.item(row, column)
-                if item is None:
-                    self.table.setItem(row, column, QTableWidgetItem(text))
-                elif item.text() != text:
-                    item.setText(text)
-        if step.total:
-            self.bar.setRange(0, BAR_STEPS)
-            self.bar.setValue(int((step.fraction or 0.0) * BAR_STEPS))
-            self.bar.setFormat(layer_in_words(step.completed, step.total))
+        self.item = item
+        self.status.setText(pull_in_words(item))
+        if item.state in ACTIVE:
+            self.bar.show()
+            if item.size and item.state == DownloadState.DOWNLOADING:
+                self.bar.setRange(0, BAR_STEPS)
+                self.bar.setValue(int(min(1.0, item.bytes_done / item.size) * BAR_STEPS))
+                self.bar.setFormat(bytes_in_words(item.bytes_done, item.size))
+            else:
+                self.bar.setRange(0, 0)
         else:
-            self.bar.setRange(0, 0)
-        self.status.setText(f"{self._model}: {step.status}")
-
-    def _on_follow_ended(self) -> None:
-        self._repaint.stop()
-        self._paint()
-        self.bar.hide()
-        self.status.setText(f"Pulled {self._model}.")
-        self.pulled.emit(self._model)
-
-    def _on_follow_failed(self, failure: Failure) -> None:
-        self._repaint.stop()
-        self._paint()
-        self.bar.hide()
-        self.status.setText(f"The pull of {self._model} failed: {failure}")
-
-    def _on_follow_cancelled(self) -> None:
-        self._repaint.stop()
-        self._paint()
-        self.bar.hide()
-        self.status.setText(
-            f"Stopped pulling {self._model}; Ollama keeps what it has and resumes next time."
-        )
+            self.bar.hide()
+        if item.state == DownloadState.DONE:
+            # Until then it is followed: a pull paused here may be resumed under Downloads.
+            self._again.stop()
+            if self.follow is not None:
+                self.follow.cancel()
+        if item.state == DownloadState.DONE and (before is None or before.state != item.state):
+            self.pulled.emit(item.model)
+        self._update_actions()
 
     def _update_actions(self) -> None:
         running = self.running
@@ -195,3 +252,4 @@ class OllamaPullView(QGroupBox):
             self.name_edit.isEnabled() and not running and bool(self.name_edit.text().strip())
         )
         self.stop_button.setVisible(running)
+        self.stop_button.setEnabled(self.job_id is not None and self._pausing is None)

@@ -32,7 +32,7 @@ InstanceQuery = Query(
 )
 
 
-def _base_url(services: Services, instance: str | None) -> str:
+def ollama_url_for(services: Services, instance: str | None) -> str:
     """The chosen Ollama instance, else one that serves, else OLLAMA_HOST or its default."""
     service = services.instance_service()
     if instance is not None:
@@ -48,13 +48,13 @@ def _base_url(services: Services, instance: str | None) -> str:
 
 @router.get("/models", response_model=OllamaModelList)
 async def list_models(services: Services, instance: str | None = InstanceQuery) -> OllamaModelList:
-    async with OllamaClient(_base_url(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
         return OllamaModelList(base_url=ollama.base_url, models=await ollama.list_models())
 
 
 @router.get("/ps", response_model=OllamaLoadedList)
 async def loaded(services: Services, instance: str | None = InstanceQuery) -> OllamaLoadedList:
-    async with OllamaClient(_base_url(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
         return OllamaLoadedList(base_url=ollama.base_url, models=await ollama.loaded_models())
 
 
@@ -62,7 +62,7 @@ async def loaded(services: Services, instance: str | None = InstanceQuery) -> Ol
 async def show(
     services: Services, model: str, instance: str | None = InstanceQuery
 ) -> OllamaShownModel:
-    async with OllamaClient(_base_url(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
         return await ollama.show(model)
 
 
@@ -70,7 +70,7 @@ async def show(
 async def delete(
     request: OllamaModelRef, services: Services, instance: str | None = InstanceQuery
 ) -> None:
-    async with OllamaClient(_base_url(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
         await ollama.delete(request.model)
 
 
@@ -78,7 +78,7 @@ async def delete(
 async def load(
     request: OllamaLoadRequest, services: Services, instance: str | None = InstanceQuery
 ) -> None:
-    async with OllamaClient(_base_url(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
         await ollama.load(
             request.model, keep_alive=request.keep_alive, context_length=request.context_length
         )
@@ -88,7 +88,7 @@ async def load(
 async def unload(
     request: OllamaModelRef, services: Services, instance: str | None = InstanceQuery
 ) -> None:
-    async with OllamaClient(_base_url(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
         await ollama.unload(request.model)
 
 
@@ -101,7 +101,7 @@ async def pull(
     The pull runs while the stream is open: closing it cancels the pull (Ollama keeps the
     layers it has, and a later pull resumes).
     """
-    base = _base_url(services, instance)
+    base = ollama_url_for(services, instance)
     async with OllamaClient(base) as ollama:
         steps = ollama.pull_stream(request.model)
         try:

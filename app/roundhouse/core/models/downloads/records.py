@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from roundhouse.api.downloads import DownloadState
-from roundhouse.core.chat.schema import migrate, transaction
+from roundhouse.core.chat.schema import transaction
 
 
 @dataclass
@@ -81,23 +80,6 @@ def _v1_initial(db: sqlite3.Connection) -> None:
 
 # MIGRATIONS[n] takes a file from version n to n + 1; append, never edit a released one.
 MIGRATIONS = (_v1_initial,)
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (or create) the queue file in WAL mode, migrated to the newest schema."""
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
-    try:
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"the file cannot use WAL mode (it is in {mode})")
-        # A power cut may lose the last commit, never corrupt the file; the partial file is
-        # cut back to the durable size recorded, so a lost commit costs a few seconds.
-        db.execute("PRAGMA synchronous=NORMAL")
-        migrate(db, MIGRATIONS)
-    except BaseException:
-        db.close()
-        raise
-    return db
 
 
 class DownloadTable:

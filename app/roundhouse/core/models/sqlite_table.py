@@ -1,0 +1,108 @@
+"""A table in its own SQLite file (WAL) used from async code: the download queue and the
+Ollama pull list. Every call runs in a worker thread, under one lock, on one connection
+opened on first use and again after a failure; failures come back in words."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Protocol, TypeVar
+
+from roundhouse.core.chat.schema import NewerSchemaError, migrate
+from roundhouse.core.models.downloads.errors import DownloadsUnavailableError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+TableT = TypeVar("TableT", bound=Closable)
+Migration = Callable[[sqlite3.Connection], None]
+
+
+@dataclass(frozen=True)
+class TableWords:
+    """How errors name the file: 'the download queue', 'an empty queue', and what is safe."""
+
+    name: str
+    empty: str
+    unaffected: str
+
+
+def connect_wal(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
+    """Open (or create) the file in WAL mode, migrated to the newest schema."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
+    try:
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"the file cannot use WAL mode (it is in {mode})")
+        # A power cut may lose the last commit, never corrupt the file; what a row says is
+        # on disk (a partial file's durable size) is checked again at the next start.
+        db.execute("PRAGMA synchronous=NORMAL")
+        migrate(db, migrations)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+class ThreadedTable(Generic[TableT]):
+    """One table object over one connection, used from the event loop through `run`."""
+
+    def __init__(self, path: Path, open_table: Callable[[Path], TableT], words: TableWords) -> None:
+        self.path = path
+        self._open_table = open_table
+        self._words = words
+        self._lock = threading.Lock()
+        self._table: TableT | None = None
+
+    async def run(self, operation: Callable[[TableT], T]) -> T:
+        # Shielded: a cancelled caller (pause, shutdown) must not leave a write half-seen.
+        return await asyncio.shield(asyncio.to_thread(self._locked, operation))
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._forget()
+
+    def _locked(self, operation: Callable[[TableT], T]) -> T:
+        words = self._words
+        with self._lock:
+            try:
+                if self._table is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._table = self._open_table(self.path)
+                return operation(self._table)
+            except NewerSchemaError as exc:
+                raise DownloadsUnavailableError(
+                    f"The {words.name} at {self.path} was written by a newer Roundhouse "
+                    f"({exc}). Update Roundhouse, or move the file away to start {words.empty}."
+                ) from exc
+            except sqlite3.DatabaseError as exc:
+                self._forget()
+                log.error("The %s %s failed: %s", words.name, self.path, exc)
+                raise DownloadsUnavailableError(
+                    f"The {words.name} at {self.path} cannot be used ({exc}). Check that the "
+                    "disk has space and the folder is writable; if the file is damaged, move it "
+                    f"away (with its -wal and -shm files) and Roundhouse starts {words.empty}. "
+                    f"{words.unaffected}"
+                ) from exc
+
+    def _forget(self) -> None:
+        if self._table is not None:
+            try:
+                self._table.close()
+            except sqlite3.Error:
+                log.warning("Closing the %s %s failed", self._words.name, self.path)
+            self._table = None
