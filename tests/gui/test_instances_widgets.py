@@ -122,7 +122,7 @@ def test_the_form_offers_what_each_engine_takes(
     assert dialog.engine() == EngineId.VLLM
     for name in ("tensor_parallel", "pipeline_parallel", "gpu_memory_utilization"):
         assert dialog.field_visible(name), name
-    for name in ("n_gpu_layers", "threads", "flash_attn", "draft_model"):
+    for name in ("n_gpu_layers", "threads", "flash_attn", "draft_model", "memory_report"):
         assert not dialog.field_visible(name), name
     dialog.model_edit.setText("org/model")
     dialog.tensor_parallel.setValue(2)
@@ -156,6 +156,9 @@ def test_the_form_offers_what_each_engine_takes(
     assert not dialog.advanced_button.isVisible()
 
     dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("llama.cpp"))
+    assert dialog.field_visible("memory_report") and not dialog.options().memory_report
+    dialog.memory_report.setChecked(True)
+    assert dialog.options().memory_report
     dialog.model_edit.setText(str(tmp_path / "model.safetensors"))
     assert "GGUF" in dialog.problem_label.text()
     gguf = tmp_path / "m.gguf"

@@ -41,8 +41,10 @@ def daemon(
         yield process
 
 
-def _request(model: Path, *extra: str) -> StartRequest:
-    options = InstanceOptions(model=str(model), ctx_size=512, parallel=1, extra_args=extra)
+def _request(model: Path, *extra: str, memory_report: bool = False) -> StartRequest:
+    options = InstanceOptions(
+        model=str(model), ctx_size=512, parallel=1, extra_args=extra, memory_report=memory_report
+    )
     return StartRequest(engine=EngineId.LLAMA_CPP, options=options)
 
 
@@ -78,8 +80,8 @@ def roundhouse(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess
 
 
 def test_the_real_load_beside_the_estimate(daemon: DaemonProcess, tiny_gguf: Path) -> None:
-    # This build logs its buffers at verbosity 4 (its default is 3).
-    started = asyncio.run(start_ready(daemon, _request(tiny_gguf, "-lv", "4")))
+    # This build logs its buffers at verbosity 4 (its default is 3): the memory report.
+    started = asyncio.run(start_ready(daemon, _request(tiny_gguf, memory_report=True)))
     try:
         info = asyncio.run(_memory(daemon, started))
         memory = info.memory
@@ -119,6 +121,6 @@ def test_at_the_default_verbosity_the_figures_or_how_to_get_them(
         assert memory is not None and memory.estimate is not None
         # Older builds log the buffers at their default verbosity; newer ones only at 4.
         if memory.actual is None:
-            assert any("-lv 4" in note for note in memory.notes), memory.notes
+            assert any("--memory-report" in note for note in memory.notes), memory.notes
     finally:
         asyncio.run(_stop(daemon, started.id))

@@ -218,6 +218,11 @@ class InstanceOptions(_Frozen):
     num_draft_tokens: int | None = Field(default=None, ge=1)
     # Ollama
     max_loaded_models: int | None = Field(default=None, ge=0)
+    memory_report: bool = Field(
+        default=False,
+        description="llama.cpp: log at info level (-lv 4), where current builds report each "
+        "device's buffers after the load; about 30 more log lines per request",
+    )
 
 
 class LaunchParams(InstanceOptions):

@@ -103,6 +103,11 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
 @click.option("--max-model-len", type=click.IntRange(1), help="vLLM/SGLang: context length.")
 @click.option("--draft-model", help="MLX: a draft model for speculative decoding.")
 @click.option("--num-draft-tokens", type=click.IntRange(1), help="MLX: tokens drafted per step.")
+@click.option(
+    "--memory-report",
+    is_flag=True,
+    help="llama.cpp: log at info level, so `engines memory` shows the engine's own buffers.",
+)
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -136,6 +141,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             draft_model=opts["draft_model"],
             num_draft_tokens=opts["num_draft_tokens"],
             extra_args=tuple(opts["extra_args"]),
+            memory_report=opts["memory_report"],
         )
         request = StartRequest(
             engine=EngineId(engine),

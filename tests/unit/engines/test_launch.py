@@ -92,6 +92,17 @@ def test_llama_server_minimal_and_its_key_stays_off_argv() -> None:
     assert plan.expected_model_id == GGUF
 
 
+def test_the_memory_report_raises_llama_servers_log_level_unless_the_user_set_one() -> None:
+    spec = catalog().spec(EngineId.LLAMA_CPP)
+    engine = found(EngineId.LLAMA_CPP, "llama-server")
+    reported = build_launch(spec, engine, LaunchParams(model=GGUF, port=1, memory_report=True))
+    assert reported.argv[-2:] == ("-lv", "4")
+    plain = build_launch(spec, engine, LaunchParams(model=GGUF, port=1))
+    assert "-lv" not in plain.argv
+    own = LaunchParams(model=GGUF, port=1, memory_report=True, extra_args=("-lv", "5"))
+    assert build_launch(spec, engine, own).argv.count("-lv") == 1
+
+
 def test_ollama_is_configured_through_its_environment() -> None:
     spec = catalog().spec(EngineId.OLLAMA)
     exe = "C:\\Users\\Дмитрий\\AppData\\Local\\Programs\\Ollama\\ollama.exe"

@@ -55,6 +55,7 @@ def test_a_declared_format_counts_even_without_a_suffix() -> None:
         (EngineId.MLX, LaunchParams(model="/m", port=1, num_draft_tokens=3), "draft model"),
         (EngineId.VLLM, LaunchParams(model="/m", port=1, n_gpu_layers=10), "whole model"),
         (EngineId.VLLM, LaunchParams(model="/m", port=1, threads=8), "no threads"),
+        (EngineId.VLLM, LaunchParams(model="/m", port=1, memory_report=True), "memory report"),
         (EngineId.SGLANG, LaunchParams(model="/m", port=1, pipeline_parallel=2), "use vLLM"),
     ],
 )

@@ -126,7 +126,7 @@ def test_default_verbosity_says_how_to_get_the_figures(tiny: Path) -> None:
     assert memory is not None
     assert memory.actual is None
     assert memory.estimate is not None
-    assert any("-lv 4" in note for note in memory.notes)
+    assert any("--memory-report" in note for note in memory.notes)
 
 
 def test_lost_lines_are_said(tiny: Path) -> None:

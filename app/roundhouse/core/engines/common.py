@@ -36,6 +36,7 @@ CHOICES = {
     "draft_model": "a draft model",
     "num_draft_tokens": "a number of draft tokens",
     "max_loaded_models": "a limit of loaded models",
+    "memory_report": "a memory report",
 }
 
 
@@ -59,7 +60,7 @@ def check_choices(
     """Refuse, in words, every choice this engine cannot honour."""
     for name, words in CHOICES.items():
         value = getattr(params, name)
-        if name in accepts or value is None or value == ():
+        if name in accepts or value is None or value == () or value is False:
             continue
         hint = hints.get(name, "Clear it, or choose another engine.")
         refuse(f"{spec.title} does not take {words} ({name}). {hint}")

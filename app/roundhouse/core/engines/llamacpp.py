@@ -40,6 +40,11 @@ OWNED = (
 API_KEY_ENV = "LLAMA_ARG_API_KEY"
 
 
+def _is_verbosity(arg: str) -> bool:
+    """An extra argument that sets the log level itself (it wins over the memory report)."""
+    return arg.split("=", 1)[0] in ("-lv", "--verbosity", "--log-verbosity", "-v", "--verbose")
+
+
 def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
@@ -59,6 +64,9 @@ def build(
     opt(argv, "-a", params.served_name)
     if params.jinja:
         argv.append("--jinja")
+    if params.memory_report and not any(_is_verbosity(a) for a in params.extra_args):
+        # Current builds log their buffer sizes at info level, 4 (their default is 3).
+        argv += ["-lv", "4"]
     argv += params.extra_args
     # Every llama-server flag has a LLAMA_ARG_* twin: the key goes there, not on argv.
     env = {API_KEY_ENV: extras.api_key} if extras.api_key else {}

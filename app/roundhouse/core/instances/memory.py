@@ -200,8 +200,9 @@ def _why_no_figures(facts: LoadFacts, complete: bool) -> str:
         )
     if facts.verbosity is not None and facts.verbosity < 4:
         return (
-            "This llama-server logs its buffers only at verbosity 4: add `-lv 4` to the "
-            "instance's extra arguments to see what it allocated."
+            "This llama-server logs its buffers only at verbosity 4: start it with the memory "
+            "report on (the start dialog's Memory box, or `engines start --memory-report`; "
+            "`-lv 4` in the extra arguments does the same) to see what it allocated."
         )
     return "llama-server did not report its buffers."
 
