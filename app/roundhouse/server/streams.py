@@ -18,6 +18,7 @@ async def until_stopped(source: AsyncIterator[T], stopping: asyncio.Event) -> As
     """Yield from `source` until it ends or `stopping` is set (uvicorn waits for open
     responses on shutdown, so a stream that never ends would hold the daemon up)."""
     stop_wait = asyncio.ensure_future(stopping.wait())
+    next_item: asyncio.Future[T] | None = None
     try:
         while True:
             next_item = asyncio.ensure_future(anext(source))
@@ -34,6 +35,10 @@ async def until_stopped(source: AsyncIterator[T], stopping: asyncio.Event) -> As
             yield item
     finally:
         stop_wait.cancel()
+        # A client that went away cancels this while the source's next item is pending:
+        # that read must end before the source can be closed ("already running" else).
+        if next_item is not None and not next_item.done():
+            await cancel_and_wait(next_item, reraise=False)
         if isinstance(source, AsyncGenerator):
             await source.aclose()
 
