@@ -154,16 +154,19 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
 
 
 # After `cli` on purpose: the groups only import click at load.
+from roundhouse.cli.bench_commands import bench  # noqa: E402
 from roundhouse.cli.chat_command import chat, chats  # noqa: E402
 from roundhouse.cli.engines_commands import engines  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import status as gateway_status  # noqa: E402
 from roundhouse.cli.gateway_commands import gateway  # noqa: E402
 from roundhouse.cli.models_commands import models  # noqa: E402
+from roundhouse.cli.monitor_command import monitor  # noqa: E402
 from roundhouse.cli.ollama_commands import ollama  # noqa: E402
 from roundhouse.cli.run_command import run  # noqa: E402
 from roundhouse.cli.settings_commands import settings  # noqa: E402
 
+cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(chats)
 cli.add_command(engines)
@@ -171,6 +174,7 @@ cli.add_command(gateway)
 gateway.add_command(gateway_status)
 gateway.add_command(gateway_key)
 cli.add_command(models)
+cli.add_command(monitor)
 cli.add_command(run)
 cli.add_command(ollama)
 cli.add_command(settings)

@@ -51,10 +51,12 @@ from roundhouse.api.ollama import (
 )
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
+from roundhouse.client.bench import BenchMixin
 from roundhouse.client.chats import ChatsMixin
 from roundhouse.client.errors import ApiError, DaemonUnreachableError
 from roundhouse.client.hub import HubMixin
 from roundhouse.client.locate import locate
+from roundhouse.client.metrics import MetricsMixin
 from roundhouse.client.models import ModelsMixin
 
 M = TypeVar("M", bound=BaseModel)
@@ -78,7 +80,7 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class DaemonClient(ChatsMixin, HubMixin, ModelsMixin):
+class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
 
     def __init__(self, base_url: str, token: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT):

@@ -8,6 +8,7 @@ from roundhouse.api.daemon import API_PREFIX
 from roundhouse.server.deps import require_token
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
+from roundhouse.server.routes.bench import router as bench_router
 from roundhouse.server.routes.chats import router as chats_router
 from roundhouse.server.routes.downloads import router as downloads_router
 from roundhouse.server.routes.fit import router as fit_router
@@ -16,6 +17,8 @@ from roundhouse.server.routes.gateway_admin import router as gateway_admin_route
 from roundhouse.server.routes.gateway_control import router as gateway_control_router
 from roundhouse.server.routes.hub import router as hub_router
 from roundhouse.server.routes.library import router as library_router
+from roundhouse.server.routes.metrics import prometheus_router
+from roundhouse.server.routes.metrics import router as metrics_router
 from roundhouse.server.security import GatewayCors, HostGuard, KeyGuard
 from roundhouse.server.services import DaemonServices
 
@@ -46,7 +49,10 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(downloads_router)
     api.include_router(library_router)
     api.include_router(fit_router)
+    api.include_router(bench_router)
+    api.include_router(metrics_router)
     app.include_router(api)
+    app.include_router(prometheus_router)
 
     # Inner first. /v1 needs the gateway key once one is set; the daemon's token, which the
     # app and the CLI hold, works too. CORS before the key, so a preflight needs none.

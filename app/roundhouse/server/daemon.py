@@ -38,6 +38,7 @@ from roundhouse.core.settings import load_settings
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
 from roundhouse.server.gateway_listener import SecondListener
+from roundhouse.server.metrics_wiring import build_metrics
 from roundhouse.server.models_wiring import close_models, open_models
 from roundhouse.server.security import write_token
 from roundhouse.server.services import DaemonServices, HardwareSource
@@ -268,11 +269,13 @@ async def _serve(
         home.data_dir / CHAT_FILE, lambda: services.settings.chat.max_conversations
     )
     services.models_opening = asyncio.create_task(open_models(services), name="models-opening")
+    services.metrics = metrics = build_metrics(services)
     # The key before the first request: /v1 must not answer unguarded while it loads.
     await services.gateway_key.load()
     services.second_listener = second_listener = SecondListener(services)
     await second_listener.apply()
     sampler.start()
+    metrics.start()
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
     # Engines an earlier daemon left: adopted or stopped before any new one starts.
@@ -295,11 +298,15 @@ async def _serve(
         await second_listener.close()
         detection.cancel()
         await recovery
+        # Benchmarks end first: their requests would otherwise fail against stopping engines.
+        if services.bench is not None:
+            await services.bench.aclose()
         # A daemon that stops takes its engines with it: nothing is left running unseen.
         await instances.stop_all()
         await installs.close()
         await close_models(services)
         await chats.close()
+        await metrics.stop()
         await services.close_gateway()
         await sampler.stop()
         await asyncio.to_thread(hardware.close)

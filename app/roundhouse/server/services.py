@@ -18,11 +18,13 @@ from roundhouse.core.errors import ServiceUnavailableError
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
+from roundhouse.core.metrics.service import MetricsService
 from roundhouse.core.sampler import Sampler
 
 if TYPE_CHECKING:
     # Imported when first used: the models' libraries (huggingface_hub, gguf, numpy) would
     # add a third of a second to every daemon start.
+    from roundhouse.core.bench.service import BenchService
     from roundhouse.core.models.downloads.service import DownloadService
     from roundhouse.core.models.hub.service import HubService
     from roundhouse.core.models.library.service import LibraryService
@@ -68,6 +70,10 @@ class DaemonServices:
     models_opening: asyncio.Task[None] | None = None
     # Made on first use, over the instance service.
     gateway_state: Gateway | None = None
+    # Made on first use: benchmarks go through this daemon's own gateway.
+    bench: BenchService | None = None
+    # The 1 Hz metrics of every instance (set by the composition root).
+    metrics: MetricsService | None = None
     # The gateway's API key, read from the keyring at start and cached for every request.
     gateway_key: GatewayKeyStore = field(default_factory=GatewayKeyStore)
     # The gateway's second address, when the settings name one (set by the composition root).
@@ -154,6 +160,18 @@ class DaemonServices:
             # Settings read live: PUT /api/v1/settings replaces `self.settings`.
             self.gateway_state = Gateway(self.instance_service(), settings=lambda: self.settings)
         return self.gateway_state
+
+    def bench_service(self) -> BenchService:
+        if self.bench is None:
+            from roundhouse.core.bench.service import BenchService
+
+            self.bench = BenchService(self.home.data_dir / "bench", self.url + "/v1", self.token)
+        return self.bench
+
+    def metrics_service(self) -> MetricsService:
+        if self.metrics is None:
+            raise RuntimeError("the daemon was built without metrics")
+        return self.metrics
 
     async def settings_changed(self) -> None:
         """Put what `self.settings` now says in force where it is not read per request."""

@@ -40,6 +40,7 @@ from roundhouse.core.gateway.upstream import (
 )
 from roundhouse.core.gateway.usage import UsageCounter
 from roundhouse.core.instances.service import InstanceService
+from roundhouse.core.metrics.live import LiveStats
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class Gateway:
         self.instances = instances
         self.upstream = upstream or Upstream()
         self.usage = UsageCounter()
+        # What the gateway sees of each stream, for the metrics (time to first token, ...).
+        self.live = LiveStats()
         # Read at each decision: PUT /api/v1/settings replaces the daemon's settings object.
         self._settings = settings
         self.library = library or preset_library(instances.presets)

@@ -43,10 +43,12 @@ async def relay(
     *,
     forward_usage: bool,
     on_usage: Callable[[Any], None],
+    on_events: Callable[[int], None] | None = None,
 ) -> AsyncIterator[bytes]:
     """Yield each complete event as soon as it arrives, byte for byte as the engine wrote it,
     except the usage-only chunk when the client did not ask for usage. `on_usage` gets the
-    last usage seen (None when the stream ended without one)."""
+    last usage seen (None when the stream ended without one); `on_events` the number of
+    events in each write, for the metrics."""
     pending = b""
     last_usage: Any = None
     try:
@@ -65,6 +67,8 @@ async def relay(
                 out.append(event)
             pending = pending[start:]
             if out:
+                if on_events is not None:
+                    on_events(len(out))
                 # Everything complete in this read goes out in one write: each event is
                 # flushed as soon as the engine's bytes for it are in.
                 yield b"".join(out)

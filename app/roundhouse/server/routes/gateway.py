@@ -117,16 +117,23 @@ async def _proxy(request: Request, gateway: Gateway, path: str) -> Response:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("The request names no model: set 'model' to one from GET /v1/models.")
+    began = gateway.live.clock()
     target, lease = await gateway.acquire(model)
     try:
-        return await _forward(gateway, target, lease, raw, body, path)
+        return await _forward(gateway, target, lease, raw, body, path, began)
     except BaseException:
         lease.release()
         raise
 
 
 async def _forward(
-    gateway: Gateway, target: Route, lease: Lease, raw: bytes, body: dict[str, Any], path: str
+    gateway: Gateway,
+    target: Route,
+    lease: Lease,
+    raw: bytes,
+    body: dict[str, Any],
+    path: str,
+    began: float,
 ) -> Response:
     """Send the request on and answer with the reply; a streamed reply holds `lease` until
     it ends, any other releases it here."""
@@ -148,6 +155,7 @@ async def _forward(
     content = json.dumps(body).encode() if changed else raw
     upstream = await gateway.open(target, path, content, stream=stream)
     instance_id = target.instance.id
+    meter = gateway.live.begin(instance_id, began)
     headers = identity(target.instance)
     # Relayed as the engine wrote it (the gateway asks for no compression, but an engine may
     # compress anyway): the client decodes what the engine encoded.
@@ -165,7 +173,9 @@ async def _forward(
         finally:
             upstream.close()
             lease.release()
-        gateway.usage.record(instance_id, _usage_in(reply) if upstream.is_success else None)
+        usage = _usage_in(reply) if upstream.is_success else None
+        gateway.usage.record(instance_id, usage)
+        meter.finish(usage)
         return Response(
             reply,
             status_code=upstream.status_code,
@@ -175,9 +185,10 @@ async def _forward(
 
     def on_usage(usage: Any) -> None:
         gateway.usage.record(instance_id, usage)
+        meter.finish(usage)
 
     return _LeasedStream(
-        _relay(upstream, forward_usage, on_usage),
+        _relay(upstream, forward_usage, on_usage, meter.chunk),
         upstream=upstream,
         lease=lease,
         media_type=upstream.headers["content-type"],
@@ -212,13 +223,19 @@ class _LeasedStream(StreamingResponse):
 
 
 async def _relay(
-    upstream: UpstreamReply, forward_usage: bool, on_usage: Callable[[Any], None]
+    upstream: UpstreamReply,
+    forward_usage: bool,
+    on_usage: Callable[[Any], None],
+    on_events: Callable[[int], None],
 ) -> AsyncIterator[bytes]:
     # Closing the engine's response on every exit, a client that went away included (the
     # server cancels this generator), stops the engine generating for nobody.
     try:
         async for event in relay(
-            upstream.aiter_raw(), forward_usage=forward_usage, on_usage=on_usage
+            upstream.aiter_raw(),
+            forward_usage=forward_usage,
+            on_usage=on_usage,
+            on_events=on_events,
         ):
             yield event
     except UPSTREAM_ERRORS as exc:

@@ -1,0 +1,1 @@
+"""The serving benchmark: workloads, arrivals, a streaming runner and vLLM's metrics."""

@@ -1,0 +1,181 @@
+"""A/B: one workload against one model on two engines, back to back, one engine at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from roundhouse.api.bench import AbProgress, AbRequest, BenchProgress, BenchState
+from roundhouse.api.engines import EngineId, EnginesOverview, InstanceOptions, ModelFormat
+from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
+from roundhouse.core.bench.service import BenchService, run_benchmark
+from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
+from roundhouse.core.instances.service import InstanceService
+
+log = logging.getLogger(__name__)
+READY_TIMEOUT_S = 600.0
+POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class Arm:
+    engine: EngineId
+    model: str
+
+
+def plan_arms(request: AbRequest, overview: EnginesOverview) -> list[Arm]:
+    """The engines in order with the model each loads; InvalidInputError says why not."""
+    found = {d.id for d in overview.detection.found}
+    arms: list[Arm] = []
+    for name in request.engines:
+        try:
+            engine = EngineId(name)
+        except ValueError:
+            known = ", ".join(e.value for e in EngineId if e is not EngineId.OPENAI_COMPATIBLE)
+            raise InvalidInputError(f"{name!r} is not an engine; use one of {known}.") from None
+        if engine not in found:
+            raise InvalidInputError(
+                f"{engine.value} is not installed here, so it cannot take part in the A/B. "
+                "Install it on the Engines page (or `roundhouse engines install`), "
+                "or pick engines that are installed."
+            )
+        model = request.models.get(engine.value, request.model)
+        formats = overview.catalog.spec(engine).formats
+        if model.lower().endswith(".gguf") and ModelFormat.GGUF not in formats:
+            raise InvalidInputError(
+                f"{engine.value} cannot load a GGUF file. Give it the same model in its own "
+                f"format (CLI: --model-for {engine.value}=PATH)."
+            )
+        arms.append(Arm(engine, model))
+    if len(set(arms)) != len(arms):
+        raise InvalidInputError("Name each engine once: an A/B compares different engines.")
+    return arms
+
+
+@dataclass
+class _Job:
+    progress: AbProgress
+    task: asyncio.Task[None] | None = None
+
+
+class AbService:
+    """Starts (or reuses) an instance per arm, benchmarks it, stops what it started."""
+
+    def __init__(
+        self,
+        bench: BenchService,
+        instances: InstanceService,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._bench = bench
+        self._instances = instances
+        self._ready_timeout_s = ready_timeout_s
+        self._clock = clock
+        self._jobs: dict[str, _Job] = {}
+
+    def start(self, request: AbRequest, arms: list[Arm]) -> AbProgress:
+        job_id = uuid.uuid4().hex[:12]
+        job = _Job(AbProgress(id=job_id, state=BenchState.RUNNING))
+        self._jobs[job_id] = job
+        job.task = asyncio.create_task(self._run(job, request, arms), name=f"ab-{job_id}")
+        return job.progress
+
+    def progress(self, job_id: str) -> AbProgress:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise NotFoundError(f"There is no A/B run {job_id!r} (they are not kept on disk).")
+        return job.progress
+
+    def cancel(self, job_id: str) -> AbProgress:
+        job = self._jobs.get(job_id)
+        if job is None or job.task is None:
+            raise NotFoundError(f"There is no A/B run {job_id!r}.")
+        job.task.cancel()
+        return job.progress
+
+    async def aclose(self) -> None:
+        for job in self._jobs.values():
+            if job.task is not None and not job.task.done():
+                job.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await job.task
+
+    async def _run(self, job: _Job, request: AbRequest, arms: list[Arm]) -> None:
+        progress = job.progress
+        try:
+            for arm in arms:
+                await self._run_arm(progress, request, arm)
+            progress.stage, progress.state = "done", BenchState.DONE
+        except asyncio.CancelledError:
+            progress.state = BenchState.CANCELLED
+            raise
+        except RoundhouseError as exc:
+            progress.state, progress.error = BenchState.FAILED, exc.detail
+        except Exception as exc:  # a job's failure is shown, not lost
+            log.exception("A/B %s failed", progress.id)
+            progress.state = BenchState.FAILED
+            progress.error = f"The A/B run failed: {type(exc).__name__}: {exc}"
+
+    async def _run_arm(self, progress: AbProgress, request: AbRequest, arm: Arm) -> None:
+        progress.stage = f"starting {arm.engine.value}"
+        progress.done, progress.total = 0, request.workload.num_prompts
+        info, ours = await self._instance(arm, request.ctx_size)
+        try:
+            progress.stage = f"benchmarking {arm.engine.value}"
+            label = f"{request.workload.label or 'A/B'} · {arm.engine.value}"
+            workload = request.workload.model_copy(
+                update={"model": info.models[0] if info.models else arm.model, "label": label}
+            )
+            follow = BenchProgress(id=uuid.uuid4().hex[:12], state=BenchState.RUNNING)
+            task = asyncio.create_task(run_benchmark(workload, info.base_url, "", follow))
+            try:
+                while not task.done():
+                    progress.done = follow.done
+                    await asyncio.wait({task}, timeout=POLL_S)
+            finally:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            result = task.result().model_copy(update={"engine": arm.engine.value})
+            await asyncio.to_thread(self._bench.keep, result)
+            progress.result_ids.append(result.id)
+        finally:
+            if ours:
+                # Stopped before the next arm starts: both never hold memory at once.
+                progress.stage = f"stopping {arm.engine.value}"
+                await asyncio.shield(self._instances.stop(info.id))
+
+    async def _instance(self, arm: Arm, ctx_size: int) -> tuple[InstanceInfo, bool]:
+        """A ready instance of the arm's engine and model: a running one, else a new one."""
+        for info in self._instances.all(memory=False):
+            ready = info.status is InstanceStatus.READY
+            if ready and info.engine is arm.engine and info.model == arm.model:
+                return info, False
+        options = InstanceOptions(model=arm.model, ctx_size=ctx_size)
+        started = await self._instances.start(StartRequest(engine=arm.engine, options=options))
+        deadline = self._clock() + self._ready_timeout_s
+        try:
+            while True:
+                info = self._instances.info(started.id, memory=False)
+                if info.status is InstanceStatus.READY:
+                    return info, True
+                if info.status is InstanceStatus.FAILED:
+                    raise InvalidInputError(
+                        f"{arm.engine.value} could not start {arm.model}: "
+                        f"{info.error or 'see its log on the Engines page'}"
+                    )
+                if self._clock() > deadline:
+                    raise InvalidInputError(
+                        f"{arm.engine.value} was not ready after {self._ready_timeout_s:.0f} s."
+                    )
+                await asyncio.sleep(POLL_S)
+        except BaseException:
+            await asyncio.shield(self._instances.stop(started.id))
+            raise

@@ -1,0 +1,1 @@
+"""Live metrics per instance: the gateway's view of every stream, processes, engines, history."""

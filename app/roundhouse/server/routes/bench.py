@@ -1,0 +1,106 @@
+"""Routes of the serving benchmark: start one, follow it, list, show, export, delete results."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from roundhouse.api.bench import (
+    AbProgress,
+    AbRequest,
+    BenchList,
+    BenchProgress,
+    BenchRequest,
+    BenchResult,
+    ExportFormat,
+)
+from roundhouse.core.bench.ab import AbService, plan_arms
+from roundhouse.core.bench.export import export
+from roundhouse.server.deps import Services
+
+router = APIRouter(prefix="/bench", tags=["bench"])
+
+_MEDIA = {
+    ExportFormat.JSON: "application/json",
+    ExportFormat.CSV: "text/csv; charset=utf-8",
+    ExportFormat.MD: "text/markdown; charset=utf-8",
+}
+
+
+async def _engine_of(services: Services, model: str) -> str | None:
+    """The engine serving `model` now, to label the result (None when none is known)."""
+    if services.instances is None:
+        return None
+    for info in services.instance_service().all(memory=False):
+        if model in info.models or info.model == model:
+            return info.engine.value
+    return None
+
+
+def _ab(services: Services) -> AbService:
+    bench = services.bench_service()
+    if bench.ab is None:
+        bench.ab = AbService(bench, services.instance_service())
+    return bench.ab
+
+
+@router.post("/ab", response_model=AbProgress, status_code=202)
+async def start_ab(request: AbRequest, services: Services) -> AbProgress:
+    """Benchmark one model on each engine back to back; follow it at GET /bench/ab/{id}."""
+    arms = plan_arms(request, await services.engines())
+    return _ab(services).start(request, arms)
+
+
+@router.get("/ab/{ab_id}", response_model=AbProgress)
+async def ab_progress(ab_id: str, services: Services) -> AbProgress:
+    return _ab(services).progress(ab_id)
+
+
+@router.post("/ab/{ab_id}/cancel", response_model=AbProgress)
+async def cancel_ab(ab_id: str, services: Services) -> AbProgress:
+    return _ab(services).cancel(ab_id)
+
+
+@router.post("", response_model=BenchProgress, status_code=202)
+async def start_bench(request: BenchRequest, services: Services) -> BenchProgress:
+    """Start a benchmark through the gateway; follow it at GET /bench/{id}/progress."""
+    return services.bench_service().start(request, await _engine_of(services, request.model))
+
+
+@router.get("", response_model=BenchList)
+async def list_bench(services: Services) -> BenchList:
+    """The kept results, newest first."""
+    return services.bench_service().results()
+
+
+@router.get("/{bench_id}/progress", response_model=BenchProgress)
+async def bench_progress(bench_id: str, services: Services) -> BenchProgress:
+    return services.bench_service().progress(bench_id)
+
+
+@router.post("/{bench_id}/cancel", response_model=BenchProgress)
+async def cancel_bench(bench_id: str, services: Services) -> BenchProgress:
+    return services.bench_service().cancel(bench_id)
+
+
+@router.get("/{bench_id}", response_model=BenchResult)
+async def bench_result(bench_id: str, services: Services) -> BenchResult:
+    return services.bench_service().result(bench_id)
+
+
+@router.get("/{bench_id}/export")
+async def export_bench(
+    bench_id: str,
+    services: Services,
+    fmt: Annotated[ExportFormat, Query(alias="format")] = ExportFormat.MD,
+) -> Response:
+    """The result as JSON, CSV or a Markdown table shaped like vLLM's."""
+    text = export(services.bench_service().result(bench_id), fmt)
+    return Response(content=text, media_type=_MEDIA[fmt])
+
+
+@router.delete("/{bench_id}", status_code=204, response_class=Response)
+async def delete_bench(bench_id: str, services: Services) -> Response:
+    services.bench_service().delete(bench_id)
+    return Response(status_code=204)

@@ -1,0 +1,147 @@
+"""A real benchmark through a real daemon and the real llama-server with the tiny model: the
+output tokens counted from usage equal the engine's own counter, and the CLI runs, lists,
+shows, compares and exports results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from roundhouse.api.bench import BenchRequest, BenchState
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.client import DaemonClient
+from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+
+
+@dataclass
+class Served:
+    daemon: DaemonProcess
+    instance: InstanceInfo
+    model: str
+
+
+@pytest.fixture(scope="module")
+def served(
+    llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    daemon = start_daemon(
+        tmp_path_factory.mktemp("bench") / "home", env=path_with(llama_server_binary)
+    )
+    try:
+        request = StartRequest(
+            engine=EngineId.LLAMA_CPP,
+            options=InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=2),
+        )
+        info = asyncio.run(start_ready(daemon, request, 60.0))
+        yield Served(daemon, info, info.models[0])
+    finally:
+        if daemon.process.poll() is None:
+            daemon.stop(timeout=60)
+
+
+def _predicted(info: InstanceInfo) -> float:
+    text = httpx.get(info.url + "/metrics", trust_env=False, timeout=10).text
+    for line in text.splitlines():
+        if line.startswith("llamacpp:tokens_predicted_total"):
+            return float(line.split()[-1])
+    raise AssertionError(f"no tokens_predicted_total in {text[:500]}")
+
+
+def test_output_tokens_from_usage_equal_the_engines_counter(served: Served) -> None:
+    before = _predicted(served.instance)
+    request = BenchRequest(
+        model=served.model,
+        num_prompts=6,
+        max_concurrency=2,
+        input_len=16,
+        output_len=8,
+        range_ratio=0.5,
+        warmups=0,
+    )
+
+    async def run() -> object:
+        async with DaemonClient(served.daemon.url, served.daemon.token) as client:
+            return await client.run_bench(request)
+
+    result = asyncio.run(run())
+    after = _predicted(served.instance)
+    m = result.metrics  # type: ignore[attr-defined]
+    assert m.failed == 0 and m.completed == 6, m.failures
+    assert m.usage_missing == 0
+    assert m.total_output_tokens == after - before
+    assert m.total_output_tokens > 0 and m.ttft.count == 6
+    assert 0 < m.ttft.median <= m.e2e.median
+    # vLLM's peak concurrency counts requests active in the same second, not at once.
+    assert 1 <= m.peak_concurrency <= 6
+    # The closed loop's opening burst (2) has no schedule; the other 4 waited for a slot.
+    assert m.dispatch_delay.count == 4 and not m.client_behind, m.dispatch_delay
+    assert result.engine == "llama.cpp"  # type: ignore[attr-defined]
+
+
+def _cli(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
+    root = served.daemon.home.root
+    assert root is not None
+    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "bench", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_cli_runs_lists_shows_compares_and_exports(served: Served) -> None:
+    common = ["-n", "3", "--input-len", "8", "--output-len", "4", "--max-concurrency", "2"]
+    first = _cli(served, served.model, *common, "--json")
+    assert first.returncode == 0, first.stderr
+    one = json.loads(first.stdout)
+    assert one["metrics"]["completed"] == 3 and one["metrics"]["convention"] == "vllm"
+    second = _cli(served, served.model, *common, "--sglang", "--label", "sg")
+    assert second.returncode == 0, second.stderr
+    assert "Successful requests" in second.stdout and "Mean TTFT (ms)" in second.stdout
+
+    listed = json.loads(_cli(served, "ls", "--json").stdout)["results"]
+    ids = [r["id"] for r in listed]
+    assert one["id"] in ids and len(ids) >= 2
+    shown = _cli(served, "show", one["id"])
+    assert "Output token throughput" in shown.stdout
+    compared = _cli(served, "compare", ids[0], ids[1])
+    assert compared.returncode == 0 and "P99 ITL (ms)" in compared.stdout
+    markdown = _cli(served, "export", one["id"], "--format", "md").stdout
+    assert "| Successful requests | 3 |" in markdown
+    csv_text = _cli(served, "export", one["id"], "--format", "csv").stdout
+    assert csv_text.startswith("metric,value\n") and "ttft_p99_ms" in csv_text
+
+    removed = _cli(served, "rm", one["id"])
+    assert removed.returncode == 0
+    missing = _cli(served, "show", one["id"])
+    assert missing.returncode == 1 and "roundhouse bench ls" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_a_model_the_gateway_does_not_serve_fails_in_words(served: Served) -> None:
+    failed = _cli(served, "no-such-model", "-n", "2", "--output-len", "2")
+    assert failed.returncode == 1
+    assert "warm-up request to 'no-such-model' failed" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
+def test_progress_of_an_unknown_benchmark_is_not_found(served: Served) -> None:
+    async def ask() -> None:
+        async with DaemonClient(served.daemon.url, served.daemon.token) as client:
+            progress = await client.start_bench(
+                BenchRequest(model=served.model, num_prompts=2, output_len=2, input_len=4)
+            )
+            assert progress.state is BenchState.RUNNING
+            with pytest.raises(Exception, match="no benchmark"):
+                await client.bench_progress("0123456789ab")
+            for _ in range(300):
+                if (await client.bench_progress(progress.id)).state is not BenchState.RUNNING:
+                    break
+                await asyncio.sleep(0.1)
+
+    asyncio.run(ask())

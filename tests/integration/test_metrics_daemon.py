@@ -1,0 +1,154 @@
+"""Metrics through a real daemon and the real llama-server: the figures move while a chat
+streams through the gateway; history, CSV and the Prometheus text follow."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.metrics import SERIES, MetricsSnapshot
+from roundhouse.client import DaemonClient
+from roundhouse.core.engines.metrics import parse_prometheus
+from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+
+READY_TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def served(
+    llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[DaemonProcess, InstanceInfo]]:
+    daemon = start_daemon(
+        tmp_path_factory.mktemp("metrics") / "home", env=path_with(llama_server_binary)
+    )
+    try:
+        request = StartRequest(
+            engine=EngineId.LLAMA_CPP, options=InstanceOptions(model=str(tiny_gguf), ctx_size=512)
+        )
+        info = asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
+        yield daemon, info
+    finally:
+        if daemon.process.poll() is None:
+            daemon.stop(timeout=60)
+
+
+def _chat(daemon: DaemonProcess, model: str, max_tokens: int) -> None:
+    client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    with client:
+        stream = client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": "Count."}],
+            max_tokens=max_tokens,
+            stream=True,
+        )
+        for _ in stream:
+            pass
+
+
+async def _watch_while_streaming(
+    daemon: DaemonProcess, info: InstanceInfo
+) -> list[MetricsSnapshot]:
+    seen: list[MetricsSnapshot] = []
+    chat = threading.Thread(target=_chat, args=(daemon, info.models[0], 200))
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        started = time.monotonic()
+        async for snapshot in client.stream_metrics():
+            answered = [p.requests for p in snapshot.instances if p.instance == info.id]
+            if not answered:
+                continue  # the instance is younger than the latest tick
+            if not seen:
+                chat.start()  # once a tick has the instance: its rate needs one before
+            seen.append(snapshot)
+            if not chat.is_alive() and answered and answered[0] >= 1:
+                break
+            if time.monotonic() - started > 60:
+                break
+    chat.join()
+    return seen
+
+
+def test_stream_moves_tokens_per_second_and_latencies(
+    served: tuple[DaemonProcess, InstanceInfo],
+) -> None:
+    daemon, info = served
+    seen = asyncio.run(_watch_while_streaming(daemon, info))
+    mine = [p for s in seen for p in s.instances if p.instance == info.id]
+    assert mine, seen
+    assert max(p.output_tps for p in mine) > 0, [p.output_tps for p in mine]
+    last = mine[-1]
+    assert last.requests >= 1
+    assert last.output_tokens > 0
+    assert last.ttft_ms is not None and last.ttft_ms > 0
+    assert last.cpu_percent is not None and last.rss_bytes and last.rss_bytes > 0
+
+
+def test_history_csv_and_prometheus_text(served: tuple[DaemonProcess, InstanceInfo]) -> None:
+    daemon, info = served
+    _chat(daemon, info.models[0], 16)
+    time.sleep(1.5)  # one tick after the reply
+    headers = {"authorization": f"Bearer {daemon.token}"}
+    with httpx.Client(base_url=daemon.url, headers=headers, trust_env=False) as http:
+        history = http.get("/api/v1/metrics/history", params={"window": 120}).json()
+        series = next(s for s in history["series"] if s["instance"] == info.id)
+        assert history["resolution_s"] == 1.0
+        assert len(series["t"]) >= 2
+        assert set(series["values"]) == set(SERIES)
+
+        exported = http.get("/api/v1/metrics/export.csv", params={"window": 60})
+        assert exported.status_code == 200
+        rows = list(csv.reader(io.StringIO(exported.text)))
+        assert rows[0][:2] == ["t", "instance"] and any(r[1] == info.id for r in rows[1:])
+
+        text = http.get("/metrics")
+        assert text.headers["content-type"].startswith("text/plain")
+        values = parse_prometheus(
+            text.text,
+            ["roundhouse_instance_requests_total", "roundhouse_instance_output_tokens_total"],
+        )
+        assert values["roundhouse_instance_requests_total"] >= 1
+        assert values["roundhouse_instance_output_tokens_total"] > 0
+
+        assert http.get("/api/v1/metrics/history", params={"window": 0}).status_code == 422
+    assert httpx.get(daemon.url + "/metrics", trust_env=False).status_code == 401
+
+
+def _monitor(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    root = daemon.home.root
+    assert root is not None
+    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "monitor", *args]
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_monitor_table_json_csv_and_a_bad_window(
+    served: tuple[DaemonProcess, InstanceInfo], tmp_path: Path
+) -> None:
+    daemon, info = served
+    table = _monitor(daemon)
+    assert table.returncode == 0, table.stderr
+    assert info.id in table.stdout and "tok/s" in table.stdout
+    answer = json.loads(_monitor(daemon, "--json").stdout)
+    assert any(p["instance"] == info.id for p in answer["instances"])
+    target = tmp_path / "m.csv"
+    exported = _monitor(daemon, "--csv", str(target), "--window", "2m")
+    assert exported.returncode == 0, exported.stderr
+    assert target.read_text(encoding="utf-8").startswith("t,instance,output_tps")
+    bad = _monitor(daemon, "--window", "soon")
+    assert bad.returncode == 1
+    assert "is not a time window" in bad.stderr + bad.stdout
+    assert "Traceback" not in bad.stderr
