@@ -32,7 +32,8 @@ def no_ollama_daemon(home_root: Path) -> Iterator[DaemonProcess]:
 def test_pages_in_order(ui: Ui) -> None:
     nav = ui.window.navigation
     titles = [nav.item(row).text() for row in range(nav.count())]
-    assert titles == ["Hardware", "Engines", "Models", "Ollama", "Chat", "Settings"]
+    pages = ["Hardware", "Engines", "Models", "Ollama", "Chat", "Benchmark", "Monitor"]
+    assert titles == [*pages, "Settings"]
 
 
 def test_settings_round_trip_a_refusal_and_ollama_absent(

@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from roundhouse.api.engines import EngineId, EnginesOverview, ModelFormat
+
 
 class Convention(StrEnum):
     """Whose definitions the metrics follow (see docs/bench.md)."""
@@ -193,7 +195,7 @@ class AbRequest(_Model):
     models: dict[str, str] = Field(
         default={}, description="per engine, the model in its own format (e.g. MLX's folder)"
     )
-    ctx_size: int = Field(default=4096, ge=64, le=1_000_000)
+    ctx_size: int = Field(default=4096, ge=64, le=1_000_000, description="where it is taken")
     workload: BenchRequest = Field(description="the benchmark; its model is set per engine")
 
 
@@ -205,3 +207,18 @@ class AbProgress(_Model):
     total: int = 0
     result_ids: list[str] = Field(default=[], description="one per finished arm, in order")
     error: str | None = None
+
+
+# Engines an A/B can start on a model file or folder (Ollama pulls its own; endpoints are
+# attached, not started).
+AB_ENGINES = (EngineId.LLAMA_CPP, EngineId.MLX, EngineId.VLLM, EngineId.SGLANG)
+
+
+def ab_engines(overview: EnginesOverview) -> list[EngineId]:
+    """The engines found on this machine that an A/B can start, in the catalog's order."""
+    found = {d.id for d in overview.detection.found}
+    return [e for e in AB_ENGINES if e in found]
+
+
+def loads(overview: EnginesOverview, engine: EngineId, fmt: ModelFormat) -> bool:
+    return fmt in overview.catalog.spec(engine).formats

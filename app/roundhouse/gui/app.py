@@ -65,10 +65,12 @@ def build_ui(
     """Build the bridge, window, pages and tray; nothing talks to the daemon yet."""
     from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.pages.bench_page import BenchPage
     from roundhouse.gui.pages.chat_page import ChatPage
     from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
     from roundhouse.gui.pages.models_page import ModelsPage
+    from roundhouse.gui.pages.monitor_page import MonitorPage
     from roundhouse.gui.pages.ollama_page import OllamaPage
     from roundhouse.gui.pages.settings_page import SettingsPage
     from roundhouse.gui.quick_chat import QuickChat
@@ -86,6 +88,8 @@ def build_ui(
     window.add_page(ModelsPage(bridge), ModelsPage.title)
     window.add_page(OllamaPage(bridge), OllamaPage.title)
     window.add_page(ChatPage(bridge), ChatPage.title)
+    window.add_page(BenchPage(bridge), BenchPage.title)
+    window.add_page(MonitorPage(bridge), MonitorPage.title)
     window.add_page(SettingsPage(bridge), SettingsPage.title)
     quitter = QuitController(bridge, app.quit, window)
     window.quit_requested.connect(quitter.request_quit)

@@ -10,7 +10,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from roundhouse.api.bench import AbProgress, AbRequest, BenchProgress, BenchState
+from roundhouse.api.bench import (
+    AB_ENGINES,
+    AbProgress,
+    AbRequest,
+    BenchProgress,
+    BenchState,
+    ab_engines,
+    loads,
+)
 from roundhouse.api.engines import EngineId, EnginesOverview, InstanceOptions, ModelFormat
 from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
 from roundhouse.core.bench.service import BenchService, run_benchmark
@@ -30,23 +38,24 @@ class Arm:
 
 def plan_arms(request: AbRequest, overview: EnginesOverview) -> list[Arm]:
     """The engines in order with the model each loads; InvalidInputError says why not."""
-    found = {d.id for d in overview.detection.found}
+    usable = ab_engines(overview)
     arms: list[Arm] = []
     for name in request.engines:
         try:
             engine = EngineId(name)
         except ValueError:
-            known = ", ".join(e.value for e in EngineId if e is not EngineId.OPENAI_COMPATIBLE)
-            raise InvalidInputError(f"{name!r} is not an engine; use one of {known}.") from None
-        if engine not in found:
+            engine = None
+        if engine is None or engine not in AB_ENGINES:
+            known = ", ".join(e.value for e in AB_ENGINES)
+            raise InvalidInputError(f"An A/B cannot start {name!r}; use one of {known}.")
+        if engine not in usable:
             raise InvalidInputError(
                 f"{engine.value} is not installed here, so it cannot take part in the A/B. "
                 "Install it on the Engines page (or `roundhouse engines install`), "
                 "or pick engines that are installed."
             )
         model = request.models.get(engine.value, request.model)
-        formats = overview.catalog.spec(engine).formats
-        if model.lower().endswith(".gguf") and ModelFormat.GGUF not in formats:
+        if model.lower().endswith(".gguf") and not loads(overview, engine, ModelFormat.GGUF):
             raise InvalidInputError(
                 f"{engine.value} cannot load a GGUF file. Give it the same model in its own "
                 f"format (CLI: --model-for {engine.value}=PATH)."
@@ -158,7 +167,9 @@ class AbService:
             ready = info.status is InstanceStatus.READY
             if ready and info.engine is arm.engine and info.model == arm.model:
                 return info, False
-        options = InstanceOptions(model=arm.model, ctx_size=ctx_size)
+        # mlx_lm.server takes no context size: it uses the model's own.
+        ctx = None if arm.engine is EngineId.MLX else ctx_size
+        options = InstanceOptions(model=arm.model, ctx_size=ctx)
         started = await self._instances.start(StartRequest(engine=arm.engine, options=options))
         deadline = self._clock() + self._ready_timeout_s
         try:

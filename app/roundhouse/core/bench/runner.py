@@ -92,13 +92,19 @@ async def send_one(
     headers = {"Authorization": f"Bearer {target.api_key}"}
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     record.sent_s = time.perf_counter() - t0
+    body = build_body(target, prompt)
     try:
-        async with session.post(
-            target.base_url + path,
-            json=build_body(target, prompt),
-            headers=headers,
-            timeout=timeout,
-        ) as response:
+        try:
+            response = await session.post(
+                target.base_url + path, json=body, headers=headers, timeout=timeout
+            )
+        except aiohttp.ServerDisconnectedError:
+            # A kept-alive connection the engine closed as it was reused (llama-server does,
+            # at times): nothing was answered, so send it once more on a new one.
+            response = await session.post(
+                target.base_url + path, json=body, headers=headers, timeout=timeout
+            )
+        async with response:
             if response.status != 200:
                 text = (await response.text())[:300]
                 record.error = f"HTTP {response.status}: {text}"

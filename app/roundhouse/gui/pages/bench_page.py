@@ -1,0 +1,307 @@
+"""The Benchmark page: run a serving benchmark with live progress, keep, compare and export."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.bench import BenchList, BenchProgress, BenchResult, BenchState, ExportFormat
+from roundhouse.api.gateway import GatewayModelList
+from roundhouse.gui.call import Failure
+from roundhouse.gui.connection_state import ConnectionState
+from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.widgets.bench_ab import AbPanel
+from roundhouse.gui.widgets.bench_calls import BenchCalls
+from roundhouse.gui.widgets.bench_chart import BenchChart
+from roundhouse.gui.widgets.bench_form import BenchForm
+from roundhouse.gui.widgets.bench_results import BenchResults
+from roundhouse.gui.widgets.bench_table import BenchTable
+from roundhouse.gui.widgets.confirm import ask_to_confirm
+
+# Progress is asked for at this pace (the UI repaints at 2-4 Hz, never faster).
+POLL_MS = 250
+_FILTERS = {
+    ExportFormat.JSON: "JSON (*.json)",
+    ExportFormat.CSV: "CSV (*.csv)",
+    ExportFormat.MD: "Markdown (*.md)",
+}
+
+
+class BenchPage(QWidget):
+    """The form and Run on top; the result (table, chart) and the kept results below."""
+
+    title = "Benchmark"
+
+    def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._calls = BenchCalls(bridge)
+        self.job: str | None = None
+        self._started = 0.0
+        self._asking = False
+        self.export_dialog: QFileDialog | None = None
+        self.shown: list[BenchResult] = []
+        self.confirm_box: QMessageBox | None = None
+
+        self.form = BenchForm()
+        self.run_button = QPushButton("Run")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.progress_label = QLabel("")
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.ab = AbPanel(bridge, self.form)
+        self.ab.finished.connect(self._on_ab_finished)
+        self.ab.busy_changed.connect(self._update_actions)
+        controls = QVBoxLayout()
+        controls.addWidget(self.run_button)
+        controls.addWidget(self.cancel_button)
+        controls.addWidget(self.progress_label)
+        controls.addWidget(self.ab)
+        controls.addStretch(1)
+        top = QHBoxLayout()
+        top.addWidget(self.form, 1)
+        top.addLayout(controls)
+
+        self.table = BenchTable()
+        self.chart = BenchChart()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.table, "Table")
+        self.tabs.addTab(self.chart, "Chart")
+
+        self.results = BenchResults()
+        self.results.itemSelectionChanged.connect(self._update_actions)
+        self.results.itemDoubleClicked.connect(lambda _: self.show_selected())
+        self.buttons: dict[str, QPushButton] = {}
+        row = QHBoxLayout()
+        for text, slot in (
+            ("Refresh", self.refresh),
+            ("Show", self.show_selected),
+            ("Compare", self.show_selected),
+            ("Export JSON…", lambda: self.ask_export(ExportFormat.JSON)),
+            ("Export CSV…", lambda: self.ask_export(ExportFormat.CSV)),
+            ("Export Markdown…", lambda: self.ask_export(ExportFormat.MD)),
+            ("Delete…", self.ask_delete),
+        ):
+            button = QPushButton(text)
+            button.clicked.connect(slot)
+            row.addWidget(button)
+            self.buttons[text] = button
+        row.addStretch(1)
+        kept = QWidget()
+        kept_layout = QVBoxLayout(kept)
+        kept_layout.setContentsMargins(0, 0, 0, 0)
+        kept_layout.addWidget(QLabel("Kept results (select several to compare)"))
+        kept_layout.addWidget(self.results, 1)
+        kept_layout.addLayout(row)
+        split = QSplitter()
+        split.setOrientation(split.orientation().Vertical)
+        split.addWidget(self.tabs)
+        split.addWidget(kept)
+
+        heading = QLabel(self.title)
+        heading.setObjectName("pageTitle")
+        layout = QVBoxLayout(self)
+        layout.addWidget(heading)
+        layout.addLayout(top)
+        layout.addWidget(self.status)
+        layout.addWidget(split, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self._poll)
+        bridge.connected.connect(self.refresh)
+        bridge.state_changed.connect(lambda _: self._update_actions())
+        self._update_actions()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.refresh()
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None or self.ab.busy
+
+    def _update_actions(self) -> None:
+        connected = self._bridge.state == ConnectionState.CONNECTED
+        self.run_button.setEnabled(connected and not self.busy)
+        self.cancel_button.setEnabled(self.busy)
+        picked = len(self.results.selected_ids())
+        self.buttons["Show"].setEnabled(picked == 1)
+        self.buttons["Compare"].setEnabled(picked >= 2)
+        for text in ("Export JSON…", "Export CSV…", "Export Markdown…"):
+            self.buttons[text].setEnabled(picked == 1)
+        self.buttons["Delete…"].setEnabled(picked >= 1)
+        self.ab.set_enabled_by_page(connected and self.job is None)
+
+    def say(self, text: str) -> None:
+        self.status.setText(text)
+
+    def _fail(self, failure: Failure) -> None:
+        self.say(f"Could not {failure}")
+
+    # -- lists ----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """List the gateway's models and the kept results."""
+        if self._bridge.state != ConnectionState.CONNECTED:
+            return
+        models = self._calls.models()
+        models.succeeded.connect(self._on_models_succeeded)
+        listing = self._calls.results()
+        listing.succeeded.connect(self._on_results_succeeded)
+        listing.failed.connect(self._fail)
+        self.ab.refresh()
+
+    def _on_models_succeeded(self, listed: GatewayModelList) -> None:
+        self.form.picker.set_models(listed, self.form.picker.current_model() or None)
+
+    def _on_results_succeeded(self, listing: BenchList) -> None:
+        self.results.set_results(listing)
+        self._update_actions()
+
+    # -- a run ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            request = self.form.request()
+        except ValidationError:
+            self.say("Pick or type a model first: one the gateway serves or can start.")
+            return
+        call = self._calls.start(request)
+        call.succeeded.connect(self._on_started)
+        call.failed.connect(self._fail)
+        self.run_button.setEnabled(False)
+        call.failed.connect(lambda _: self._update_actions())
+
+    def _on_started(self, progress: BenchProgress) -> None:
+        self.job, self._started = progress.id, time.monotonic()
+        self.say("")
+        self._show_progress(progress)
+        self._timer.start()
+        self._update_actions()
+
+    def _poll(self) -> None:
+        if self.job is None or self._asking:
+            return
+        self._asking = True
+        call = self._calls.progress(self.job)
+        call.succeeded.connect(self._on_progress)
+        call.failed.connect(self._fail)
+        call.finished.connect(lambda: setattr(self, "_asking", False))
+
+    def _show_progress(self, progress: BenchProgress) -> None:
+        elapsed = time.monotonic() - self._started
+        self.progress_label.setText(f"{progress.done}/{progress.total} requests, {elapsed:.1f} s")
+
+    def _on_progress(self, progress: BenchProgress) -> None:
+        if progress.id != self.job:
+            return
+        self._show_progress(progress)
+        if progress.state is BenchState.RUNNING:
+            return
+        self._timer.stop()
+        self.job = None
+        self._update_actions()
+        if progress.state is BenchState.DONE:
+            self.show_ids([progress.id])
+            self.refresh()
+        else:
+            self.say(progress.error or f"The benchmark was {progress.state.value}.")
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self._calls.cancel(self.job).failed.connect(self._fail)
+        self.ab.cancel()
+
+    def _on_ab_finished(self, ids: list[str]) -> None:
+        self.show_ids(ids)
+        self.refresh()
+        self._update_actions()
+
+    # -- showing, comparing ---------------------------------------------------------------
+
+    def show_selected(self) -> None:
+        self.show_ids(self.results.selected_ids())
+
+    def show_ids(self, ids: list[str]) -> None:
+        """Fetch the results and show them side by side (in this order), table and chart."""
+        fetched: dict[str, BenchResult] = {}
+
+        def got(result: BenchResult) -> None:
+            fetched[result.id] = result
+            if len(fetched) == len(ids):
+                self.shown = [fetched[i] for i in ids]
+                self.table.show_results(self.shown)
+                self.chart.show_results(self.shown)
+
+        for bench_id in ids:
+            call = self._calls.result(bench_id)
+            call.succeeded.connect(got)
+            call.failed.connect(self._fail)
+
+    # -- export, delete -------------------------------------------------------------------
+
+    def ask_export(self, fmt: ExportFormat) -> None:
+        ids = self.results.selected_ids()
+        if len(ids) != 1:
+            return
+        dialog = QFileDialog(self, "Export the benchmark result")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)
+        dialog.setNameFilter(_FILTERS[fmt])
+        dialog.setDefaultSuffix(fmt.value)
+        dialog.selectFile(f"bench-{ids[0]}.{fmt.value}")
+        dialog.fileSelected.connect(lambda path: self.export_to(ids[0], fmt, Path(path)))
+        dialog.finished.connect(dialog.deleteLater)
+        self.export_dialog = dialog
+        dialog.open()  # never exec(): a nested loop would stall the daemon calls
+
+    def export_to(self, bench_id: str, fmt: ExportFormat, path: Path) -> None:
+        def write(text: str) -> None:
+            try:
+                path.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                self.say(f"Could not write {path}: {exc.strerror or exc}. Pick another place.")
+                return
+            self.say(f"Saved {path}")
+
+        call = self._calls.export(bench_id, fmt)
+        call.succeeded.connect(write)
+        call.failed.connect(self._fail)
+
+    def ask_delete(self) -> None:
+        ids = self.results.selected_ids()
+        if not ids:
+            return
+        self.confirm_box = ask_to_confirm(
+            self,
+            title="Delete benchmark results",
+            text=f"Delete {len(ids)} benchmark result{'s' if len(ids) > 1 else ''}?",
+            detail="Deleted results cannot be brought back. Export them first to keep a copy.",
+            action="Delete",
+            on_confirm=lambda: self.delete(ids),
+            on_closed=lambda: setattr(self, "confirm_box", None),
+        )
+
+    def delete(self, ids: list[str]) -> None:
+        for bench_id in ids:
+            call = self._calls.delete(bench_id)
+            call.failed.connect(self._fail)
+            call.succeeded.connect(lambda _: self.refresh())

@@ -1,0 +1,139 @@
+"""Per instance, the two figures no other tool shows: bandwidth use and a CPU fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from roundhouse.api.metrics import InstanceMetrics
+from roundhouse.gui.widgets.monitor_buffer import label_of
+
+# The daemon flags bandwidth use below this share (core.metrics.flags.LOW_BANDWIDTH_USE).
+LOW_SHARE_WORDS = "40 %"
+COLUMNS = ("Instance", "Tokens/s", "Bandwidth use", "CPU fallback")
+
+
+class Level(StrEnum):
+    OK = "ok"
+    WARN = "warn"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+
+LEVEL_COLOURS = {Level.WARN: "#a15c00", Level.ERROR: "#b3261e", Level.UNKNOWN: "#666666"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    level: Level
+    tooltip: str = ""
+
+
+def bandwidth_cell(point: InstanceMetrics) -> Cell:
+    """The share of the GPU's peak bandwidth the instance reads its weights at."""
+    use, note = point.bandwidth_use, point.bandwidth_note
+    if use is None and note is None:
+        return Cell("— (idle)", Level.UNKNOWN, "Measured while the instance generates tokens.")
+    if use is None:
+        return Cell("unknown", Level.UNKNOWN, f"Not measured: {note}.")
+    tooltip = "Tokens/s x the bytes of weights read per token / the GPU's peak memory bandwidth" + (
+        f": {note}." if note else "."
+    )
+    if point.bandwidth_low:
+        return Cell(f"{use:.0%} (low, below {LOW_SHARE_WORDS})", Level.WARN, tooltip)
+    return Cell(f"{use:.0%}", Level.OK, tooltip)
+
+
+def fallback_cell(point: InstanceMetrics) -> Cell:
+    """Whether the instance silently runs on the CPU though it should use the GPU."""
+    if point.cpu_fallback:
+        return Cell(f"yes: {point.cpu_fallback}", Level.ERROR, point.cpu_fallback)
+    return Cell("none seen", Level.OK, "Its layers are where they were asked to be.")
+
+
+def alert_text(points: Sequence[InstanceMetrics]) -> str:
+    """One line per instance that fell back to the CPU; '' when none did."""
+    return "\n".join(
+        f"{label_of(p)} runs on the CPU: {p.cpu_fallback}. It will be slow; check the "
+        "engine's GPU support and the layers it offloads (Engines page, its log)."
+        for p in points
+        if p.cpu_fallback
+    )
+
+
+class MonitorFlags(QWidget):
+    """A row per instance, coloured by level; a banner above it while any falls back."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.alert_label = QLabel()
+        self.alert_label.setWordWrap(True)
+        self.alert_label.setStyleSheet(f"color: {LEVEL_COLOURS[Level.ERROR]}; font-weight: bold;")
+        self.alert_label.hide()
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.table.setMaximumHeight(140)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.alert_label)
+        layout.addWidget(self.table)
+
+    def show_points(self, points: Sequence[InstanceMetrics]) -> None:
+        self.table.setRowCount(len(points))
+        for row, point in enumerate(points):
+            cells = (
+                Cell(label_of(point), Level.OK, f"{point.engine}, instance {point.instance}"),
+                Cell(f"{point.output_tps:.1f}", Level.OK),
+                bandwidth_cell(point),
+                fallback_cell(point),
+            )
+            for column, cell in enumerate(cells):
+                self._set_cell(row, column, cell)
+            self.cell(row, 0).setData(Qt.ItemDataRole.UserRole, point.instance)
+        alert = alert_text(points)
+        self.alert_label.setText(alert)
+        self.alert_label.setVisible(bool(alert))
+
+    def row_of(self, instance: str) -> int | None:
+        """The row that shows this instance, if one does."""
+        for row in range(self.table.rowCount()):
+            item = self.table.item(row, 0)
+            if item is not None and item.data(Qt.ItemDataRole.UserRole) == instance:
+                return row
+        return None
+
+    def cell(self, row: int, column: int) -> QTableWidgetItem:
+        item = self.table.item(row, column)
+        assert item is not None
+        return item
+
+    def _set_cell(self, row: int, column: int, cell: Cell) -> None:
+        item = self.table.item(row, column)
+        if item is None:
+            item = QTableWidgetItem()
+            self.table.setItem(row, column, item)
+        item.setText(cell.text)
+        item.setToolTip(cell.tooltip)
+        colour = LEVEL_COLOURS.get(cell.level)
+        # No colour of our own for plain cells: the palette's text colour (dark themes too).
+        item.setData(Qt.ItemDataRole.ForegroundRole, QBrush(QColor(colour)) if colour else None)

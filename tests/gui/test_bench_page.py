@@ -1,0 +1,167 @@
+"""The Benchmark page against a real daemon and the real llama-server with the tiny model:
+a short benchmark runs with live progress and fills vLLM's table; two runs are compared side
+by side with a chart; one is exported as Markdown through the save dialog and one deleted.
+With llama.cpp the only engine, A/B is disabled and says why; with mlx_lm.server too, one
+click runs both engines and shows them side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import qasync
+from PySide6.QtWidgets import QMessageBox
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import StartRequest
+from roundhouse.api.settings import EngineSettings, ModelsSettings, Settings
+from roundhouse.base.paths import resolve_home
+from roundhouse.core.settings import save_settings
+from roundhouse.gui.app import Ui
+from roundhouse.gui.daemon_bridge import ConnectionState
+from roundhouse.gui.pages.bench_page import BenchPage
+from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_ready
+from tests.gui.conftest import close_bridge, wait_until
+
+READY_S = 60.0
+RUN_S = 60.0
+
+
+async def _run(page: BenchPage, label: str) -> None:
+    page.form.label.setText(label)
+    assert page.run_button.isEnabled()
+    page.run_button.click()
+    await wait_until(lambda: page.job is not None or bool(page.status.text()), 10, "a start")
+    assert page.status.text() == "", page.status.text()
+    assert page.cancel_button.isEnabled() and not page.run_button.isEnabled()
+    await wait_until(lambda: page.job is None, RUN_S, "the benchmark to end")
+    assert page.status.text() == "", page.status.text()
+
+
+def test_run_compare_export_delete(
+    ui: Ui, qloop: qasync.QEventLoop, llama_daemon: DaemonProcess, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        # One engine thread: more would starve the app's loop on a 2-core machine.
+        options = InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=2, threads=1)
+        request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+        model = (await start_ready(llama_daemon, request, READY_S)).models[0]
+        page = ui.window.show_page(BenchPage.title)
+        assert isinstance(page, BenchPage)
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        await wait_until(lambda: page.form.picker.findText(model) >= 0, 20, "the model listed")
+        page.form.picker.set_model(model)
+        page.form.prompts.setValue(4)
+        page.form.concurrency.setValue(2)
+        page.form.input_len.setValue(16)
+        page.form.output_len.setValue(8)
+
+        await _run(page, "first")
+        await wait_until(lambda: page.table.value("Successful requests") == "4", 10, "table")
+        assert page.table.value("Failed requests") == "0"
+        assert page.table.value("Maximum request concurrency") == "2"
+        assert float(page.table.value("Output token throughput (tok/s)") or 0) > 0
+        assert page.progress_label.text().startswith("4/4 requests, ")
+        await wait_until(lambda: page.results.rowCount() == 1, 10, "the run listed")
+        first = page.results.ids()[0]
+
+        await _run(page, "second")
+        await wait_until(lambda: page.results.rowCount() == 2, 10, "both runs listed")
+        page.results.selectAll()
+        assert page.buttons["Compare"].isEnabled() and not page.buttons["Show"].isEnabled()
+        page.buttons["Compare"].click()
+        await wait_until(lambda: page.table.columnCount() == 3, 10, "the comparison")
+        headers = [page.table.horizontalHeaderItem(c).text() for c in (1, 2)]
+        assert any(h.startswith("second") for h in headers), headers
+        assert any(h.startswith("first") for h in headers), headers
+        assert page.table.value("Successful requests", 1) == "4"
+        assert len(page.chart.bars) == 4  # throughput and latency bars for each run
+
+        page.results.select_ids([first])
+        assert page.buttons["Export Markdown…"].isEnabled()
+        page.buttons["Export Markdown…"].click()
+        dialog = page.export_dialog
+        assert dialog is not None and dialog.isVisible()
+        target = tmp_path / "first.md"
+        dialog.selectFile(str(target))
+        dialog.accept()
+        await wait_until(target.exists, 10, "the export written")
+        text = target.read_text(encoding="utf-8")
+        assert "| Successful requests | 4 |" in text and first in text
+
+        page.buttons["Delete…"].click()
+        box = page.confirm_box
+        assert box is not None
+        delete = next(b for b in box.buttons() if b.text() == "Delete")
+        assert box.buttonRole(delete) == QMessageBox.ButtonRole.DestructiveRole
+        delete.click()
+        await wait_until(
+            lambda: page.results.rowCount() == 1 and first not in page.results.ids(),
+            10,
+            "the result deleted",
+        )
+
+        # Only llama.cpp is installed for this daemon: A/B cannot run and says why.
+        await wait_until(lambda: ui.bridge.engines is not None, 20, "the engines")
+        page.ab.refresh()
+        assert not page.ab.run_button.isEnabled()
+        assert "two engines" in page.ab.run_button.toolTip()
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        close_bridge(qloop, ui.bridge)
+
+
+def test_ab_in_one_click(
+    ui: Ui,
+    qloop: qasync.QEventLoop,
+    llama_server_binary: Path,
+    mlx_python: str,
+    tiny_gguf: Path,
+    tiny_hf_model: Path,
+    home_root: Path,
+) -> None:
+    home = resolve_home(home_root)
+    home.ensure()
+    folders = [str(tiny_gguf.parent), str(tiny_hf_model.parent)]
+    settings = Settings(
+        engines=EngineSettings(python_paths=[mlx_python]),
+        models=ModelsSettings(library_folders=folders),
+    )
+    save_settings(home.settings_file, settings)
+
+    async def scenario() -> None:
+        page = ui.window.show_page(BenchPage.title)
+        assert isinstance(page, BenchPage)
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        await wait_until(lambda: page.ab.engine_b.count() >= 2, 30, "two engines listed")
+        page.ab.engine_a.setCurrentIndex(page.ab.engine_a.findData(EngineId.LLAMA_CPP))
+        page.ab.engine_b.setCurrentIndex(page.ab.engine_b.findData(EngineId.MLX))
+        await wait_until(lambda: page.ab.model_b.count() > 0, 20, "the local models")
+        page.ab.model_a.setCurrentIndex(page.ab.model_a.findData(str(tiny_gguf)))
+        page.ab.model_b.setCurrentIndex(page.ab.model_b.findData(str(tiny_hf_model)))
+        assert page.ab.run_button.isEnabled(), page.ab.run_button.toolTip()
+        page.form.prompts.setValue(4)
+        page.form.concurrency.setValue(2)
+        page.form.input_len.setValue(16)
+        page.form.output_len.setValue(8)
+        page.form.label.setText("ab")
+        page.ab.run_button.click()
+        await wait_until(lambda: page.ab.busy, 10, "the A/B to start")
+        assert not page.run_button.isEnabled() and page.cancel_button.isEnabled()
+        await wait_until(lambda: not page.ab.busy, 240, "the A/B to end")
+        await wait_until(lambda: page.table.columnCount() == 3, 10, "both runs side by side")
+        assert page.ab.state.text().startswith("Done"), page.ab.state.text()
+        engines = [r.engine for r in page.shown]
+        assert engines == ["llama.cpp", "mlx"]
+        assert page.table.value("Successful requests", 0) == "4"
+        assert page.table.value("Successful requests", 1) == "4"
+        assert page.run_button.isEnabled()
+
+    with running_daemon(home_root, env=path_with(llama_server_binary)):
+        try:
+            qloop.run_until_complete(scenario())
+        finally:
+            close_bridge(qloop, ui.bridge)
