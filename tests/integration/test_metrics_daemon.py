@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -21,10 +22,12 @@ from openai import OpenAI
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
-from roundhouse.api.metrics import SERIES, MetricsSnapshot
+from roundhouse.api.metrics import SERIES, InstanceMetrics, MetricsSnapshot
 from roundhouse.client import DaemonClient
 from roundhouse.core.engines.metrics import parse_prometheus
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.fakes.ollama import start_standin
+from tests.processes import free_port
 
 READY_TIMEOUT_S = 60.0
 
@@ -152,3 +155,65 @@ def test_cli_monitor_table_json_csv_and_a_bad_window(
     assert bad.returncode == 1
     assert "is not a time window" in bad.stderr + bad.stdout
     assert "Traceback" not in bad.stderr
+
+
+def test_llama_server_timings_give_the_engine_side_rates(
+    served: tuple[DaemonProcess, InstanceInfo],
+) -> None:
+    daemon, info = served
+    _chat(daemon, info.models[0], 24)
+    deadline = time.monotonic() + 10
+    while True:
+        mine = _point(daemon, info.id)
+        if mine is not None and mine.engine_output_tps is not None:
+            break
+        assert time.monotonic() < deadline, mine
+        time.sleep(0.3)
+    # llama-server measured them itself: the `timings` of its last chunk.
+    assert mine.engine_output_tps > 0
+    assert mine.engine_prompt_tps is None or mine.engine_prompt_tps > 0
+    table = _monitor(daemon)
+    assert table.returncode == 0, table.stderr
+    assert "engine tok/s" in table.stdout
+    assert re.search(r"\d+\.\d/(\d+|-)", table.stdout), table.stdout
+
+
+def _point(daemon: DaemonProcess, instance_id: str) -> InstanceMetrics | None:
+    headers = {"authorization": f"Bearer {daemon.token}"}
+    reply = httpx.get(daemon.url + "/api/v1/metrics/instances", headers=headers, trust_env=False)
+    snapshot = MetricsSnapshot.model_validate(reply.json())
+    return next((p for p in snapshot.instances if p.instance == instance_id), None)
+
+
+def test_ollama_size_vram_and_its_rate_from_the_stream(tmp_path: Path) -> None:
+    """Against the Ollama stand-in: the instance's VRAM is /api/ps's size_vram (no NVML
+    here), and its engine-side rate comes from the usage over the stream's duration."""
+    standin = start_standin(tmp_path / "ollama", free_port(), "--token-delay", "0.01")
+    daemon = start_daemon(tmp_path / "home", env={"OLLAMA_HOST": f"127.0.0.1:{standin.port}"})
+    try:
+
+        async def setup() -> str:
+            async with DaemonClient(daemon.url, daemon.token) as client:
+                steps = [step async for step in client.ollama_pull("tiny")]
+                assert steps[-1].status == "success"
+                scanned = (await client.scan_instances()).instances
+                return next(i.id for i in scanned if i.engine == EngineId.OLLAMA)
+
+        instance_id = asyncio.run(setup())
+        _chat(daemon, "tiny", 20)
+        deadline = time.monotonic() + 20
+        while True:
+            mine = _point(daemon, instance_id)
+            if mine is not None and mine.vram_bytes and mine.engine_output_tps is not None:
+                break
+            assert time.monotonic() < deadline, mine
+            time.sleep(0.5)
+        assert mine.engine == "ollama"
+        assert mine.engine_figures["ollama:models_loaded"] == 1
+        assert mine.vram_bytes == mine.engine_figures["ollama:size_vram_bytes"] > 0
+        # 20 tokens 10 ms apart: about 100 tok/s, never the 0 s of an unmeasured stream.
+        assert 20 < mine.engine_output_tps < 200, mine.engine_output_tps
+        assert mine.engine_prompt_tps is None  # /v1 does not say; Ollama's prompt_eval is native
+    finally:
+        daemon.stop(timeout=60)
+        standin.stop()

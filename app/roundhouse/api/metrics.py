@@ -41,10 +41,22 @@ class InstanceMetrics(_Frozen):
     requests: int = Field(0, description="requests answered since the daemon started")
     output_tokens: int = Field(0, description="output tokens since the daemon started")
     prompt_tokens: int = Field(0, description="prompt tokens since the daemon started")
+    engine_prompt_tps: float | None = Field(
+        None, description="prompt tokens/s the engine measured (llama.cpp timings), recent median"
+    )
+    engine_output_tps: float | None = Field(
+        None,
+        description="generation tokens/s per request on the engine's side, recent median: "
+        "llama.cpp timings, or for Ollama its usage over the stream's duration",
+    )
     cpu_percent: float | None = Field(None, description="of one core, the process tree")
-    rss_bytes: int | None = None
+    rss_bytes: int | None = Field(
+        None, description="resident memory of the tree; on macOS its physical footprint"
+    )
     mapped_bytes: int | None = Field(None, description="model files mapped into the process")
-    vram_bytes: int | None = Field(None, description="GPU memory of the process (NVML)")
+    vram_bytes: int | None = Field(
+        None, description="GPU memory of the process (NVML), else Ollama's size_vram"
+    )
     kv_usage: float | None = Field(None, description="KV cache in use, 0..1, from the engine")
     engine_figures: dict[str, float] = Field(
         default={}, description="the engine's own /metrics, as last scraped"

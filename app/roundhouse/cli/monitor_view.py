@@ -6,7 +6,7 @@ import re
 
 from rich.table import Table
 
-from roundhouse.api.metrics import MetricsSnapshot
+from roundhouse.api.metrics import InstanceMetrics, MetricsSnapshot
 from roundhouse.base.units import format_bytes
 
 _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -28,11 +28,19 @@ def _num(value: float | None, unit: str = "", digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}{unit}"
 
 
+def engine_rates(point: InstanceMetrics) -> str:
+    """The engine's own tokens/s, generation then prompt ('-' for what it did not say)."""
+    if point.engine_output_tps is None and point.engine_prompt_tps is None:
+        return "-"
+    return f"{_num(point.engine_output_tps)}/{_num(point.engine_prompt_tps, digits=0)}"
+
+
 def monitor_view(snapshot: MetricsSnapshot) -> Table | str:
     if not snapshot.instances:
         return "No instances are running. Start one with `roundhouse engines start`."
     table = Table(title="Instances, live", title_justify="left")
-    for column in ("instance", "engine", "out tok/s", "in tok/s", "run/queue", "TTFT", "ITL"):
+    columns = ("instance", "engine", "out tok/s", "in tok/s", "engine tok/s out/in")
+    for column in (*columns, "run/queue", "TTFT", "ITL"):
         table.add_column(column, justify="right" if column != "instance" else "left")
     for column in ("CPU", "RSS", "VRAM", "KV", "bandwidth", "flags"):
         table.add_column(column, justify="right" if column != "flags" else "left")
@@ -47,6 +55,7 @@ def monitor_view(snapshot: MetricsSnapshot) -> Table | str:
             p.engine,
             _num(p.output_tps),
             _num(p.prompt_tps),
+            engine_rates(p),
             f"{p.running}/{p.queued}",
             _num(p.ttft_ms, " ms", 0),
             _num(p.itl_ms, " ms", 1),

@@ -21,18 +21,24 @@ def _data_of(event: bytes) -> bytes | None:
     return b"\n".join(line[5:].removeprefix(b" ") for line in lines)
 
 
-def usage_of(event: bytes) -> tuple[Any, bool]:
-    """(the usage the event carries or None, whether it is a usage-only chunk)."""
+def _usage_chunk(event: bytes) -> dict[str, Any] | None:
+    """The event's chunk when it carries usage (the only events parsed), else None."""
     if b'"usage"' not in event or _NULL_USAGE.search(event):
-        return None, False
+        return None
     data = _data_of(event)
     if data is None or data.strip() == b"[DONE]":
-        return None, False
+        return None
     try:
         chunk = json.loads(data)
     except ValueError:
-        return None, False
-    if not isinstance(chunk, dict):
+        return None
+    return chunk if isinstance(chunk, dict) else None
+
+
+def usage_of(event: bytes) -> tuple[Any, bool]:
+    """(the usage the event carries or None, whether it is a usage-only chunk)."""
+    chunk = _usage_chunk(event)
+    if chunk is None:
         return None, False
     usage = chunk.get("usage")
     return usage, bool(usage) and chunk.get("choices") == []
@@ -44,11 +50,13 @@ async def relay(
     forward_usage: bool,
     on_usage: Callable[[Any], None],
     on_events: Callable[[int], None] | None = None,
+    on_timings: Callable[[Any], None] | None = None,
 ) -> AsyncIterator[bytes]:
     """Yield each complete event as soon as it arrives, byte for byte as the engine wrote it,
     except the usage-only chunk when the client did not ask for usage. `on_usage` gets the
     last usage seen (None when the stream ended without one); `on_events` the number of
-    events in each write, for the metrics."""
+    events in each write, for the metrics; `on_timings` llama-server's `timings`, which it
+    puts in the chunk that carries the usage."""
     pending = b""
     last_usage: Any = None
     try:
@@ -59,9 +67,14 @@ async def relay(
             for end in _EVENT_END.finditer(pending):
                 event = pending[start : end.end()]
                 start = end.end()
-                usage, usage_only = usage_of(event)
-                if usage:
+                parsed = _usage_chunk(event)
+                usage = parsed.get("usage") if parsed is not None else None
+                usage_only = False
+                if parsed is not None and usage:
                     last_usage = usage
+                    usage_only = parsed.get("choices") == []
+                    if on_timings is not None and "timings" in parsed:
+                        on_timings(parsed["timings"])
                 if usage_only and not forward_usage:
                     continue
                 out.append(event)

@@ -26,12 +26,23 @@ _KV_NAMES = (
 
 Scrape = Callable[[str], Awaitable[dict[str, float]]]
 
+# Ollama's /api/ps, summed over the models it holds (see ollama_figures.py).
+OLLAMA_VRAM = "ollama:size_vram_bytes"
+OLLAMA_SIZE = "ollama:size_bytes"
+OLLAMA_LOADED = "ollama:models_loaded"
+
 
 def kv_usage(figures: dict[str, float]) -> float | None:
     for name in _KV_NAMES:
         if name in figures:
             return figures[name]
     return None
+
+
+def ollama_vram(figures: dict[str, float]) -> int | None:
+    """Bytes of GPU memory Ollama says its loaded models hold; None when it did not say."""
+    value = figures.get(OLLAMA_VRAM)
+    return None if value is None else int(value)
 
 
 class EngineFigures:

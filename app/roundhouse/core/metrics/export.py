@@ -31,6 +31,18 @@ _FAMILIES: tuple[tuple[str, str, str, str], ...] = (
     ("requests_queued", "gauge", "Requests waiting in the gateway's queue.", "queued"),
     ("time_to_first_token_seconds", "gauge", "Median over recent requests.", "ttft_ms"),
     ("inter_token_latency_seconds", "gauge", "Median over recent requests.", "itl_ms"),
+    (
+        "engine_prompt_tokens_per_second",
+        "gauge",
+        "Prompt tokens per second the engine measured, median of recent requests.",
+        "engine_prompt_tps",
+    ),
+    (
+        "engine_output_tokens_per_second",
+        "gauge",
+        "Generation tokens per second on the engine's side, median of recent requests.",
+        "engine_output_tps",
+    ),
     ("cpu_percent", "gauge", "CPU of the process tree, percent of one core.", "cpu_percent"),
     ("resident_bytes", "gauge", "Resident memory of the process tree.", "rss_bytes"),
     ("mapped_model_bytes", "gauge", "Model files mapped into the process.", "mapped_bytes"),

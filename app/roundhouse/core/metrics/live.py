@@ -1,4 +1,5 @@
-"""The gateway's hook: tokens, time to first token and inter-token latency per instance."""
+"""The gateway's hook: tokens, time to first token, inter-token latency and the engine's own
+tokens/s per instance."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ class InstanceLive:
     """Counters since the daemon started, and the latencies of recent requests. Plain
     attributes and a fixed ring: an event on the hot path is a few additions, no allocation."""
 
-    __slots__ = ("_next", "itl_s", "output_tokens", "prompt_tokens", "requests", "ttft_s")
+    __slots__ = (
+        "_next",
+        "_next_engine",
+        "engine_output_tps",
+        "engine_prompt_tps",
+        "itl_s",
+        "output_tokens",
+        "prompt_tokens",
+        "requests",
+        "ttft_s",
+    )
 
     def __init__(self) -> None:
         self.output_tokens = 0
@@ -23,12 +34,28 @@ class InstanceLive:
         self.ttft_s: list[float] = [0.0] * RECENT
         self.itl_s: list[float] = [0.0] * RECENT
         self._next = 0
+        # The engine's own rates of recent requests (0: that request did not say).
+        self.engine_prompt_tps: list[float] = [0.0] * RECENT
+        self.engine_output_tps: list[float] = [0.0] * RECENT
+        self._next_engine = 0
 
     def record_latency(self, ttft_s: float, itl_s: float) -> None:
         slot = self._next % RECENT
         self.ttft_s[slot] = ttft_s
         self.itl_s[slot] = itl_s
         self._next += 1
+
+    def record_engine_rates(self, prompt_tps: float, output_tps: float) -> None:
+        slot = self._next_engine % RECENT
+        self.engine_prompt_tps[slot] = prompt_tps
+        self.engine_output_tps[slot] = output_tps
+        self._next_engine += 1
+
+    def recent_engine_rates(self) -> tuple[list[float], list[float]]:
+        """(prompt, generation) tokens/s the engine reported for recent requests."""
+        n = min(self._next_engine, RECENT)
+        prompt = [v for v in self.engine_prompt_tps[:n] if v > 0]
+        return prompt, [v for v in self.engine_output_tps[:n] if v > 0]
 
     def recent(self) -> tuple[list[float], list[float]]:
         """(TTFTs, ITLs) of the recent requests that measured them; ITL 0 means one token."""
@@ -39,16 +66,38 @@ class InstanceLive:
 class RequestMeter:
     """One request through the gateway: `chunk` per read of its stream, `finish` once."""
 
-    __slots__ = ("_clock", "_events", "_finished", "_first", "_last", "_live", "_started")
+    __slots__ = (
+        "_clock",
+        "_derive",
+        "_events",
+        "_finished",
+        "_first",
+        "_last",
+        "_live",
+        "_started",
+        "_timings",
+    )
 
-    def __init__(self, live: InstanceLive, started: float, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        live: InstanceLive,
+        started: float,
+        clock: Callable[[], float],
+        derive_engine_rate: bool = False,
+    ) -> None:
         self._live = live
         self._clock = clock
         self._started = started
+        self._derive = derive_engine_rate
         self._first = 0.0
         self._last = 0.0
         self._events = 0
         self._finished = False
+        self._timings: Any = None
+
+    def timings(self, timings: Any) -> None:
+        """llama-server's `timings` object, from the event or reply that carried it."""
+        self._timings = timings
 
     def chunk(self, events: int) -> None:
         """`events` complete stream events went to the client; each counts as a token until
@@ -79,6 +128,20 @@ class RequestMeter:
         ttft = self._first - self._started
         itl = (self._last - self._first) / (self._events - 1) if self._events > 1 else 0.0
         live.record_latency(max(ttft, 0.0), itl)
+        rates = engine_rates(self._timings)
+        if rates is None and self._derive and isinstance(usage, dict):
+            rates = self._stream_rate(_int(usage.get("completion_tokens")))
+        if rates is not None:
+            live.record_engine_rates(*rates)
+
+    def _stream_rate(self, completion: int) -> tuple[float, float] | None:
+        """Generation tokens/s from the usage and the stream's own timing, for an engine
+        whose OpenAI-compatible replies carry no timings of their own (Ollama's /v1): the
+        tokens after the first over the time from the first event to the last."""
+        span = self._last - self._first
+        if completion < 2 or self._events < 2 or span <= 0:
+            return None
+        return 0.0, (completion - 1) / span
 
 
 class LiveStats:
@@ -88,13 +151,16 @@ class LiveStats:
         self.clock = clock
         self._by_instance: dict[str, InstanceLive] = {}
 
-    def begin(self, instance_id: str, started: float) -> RequestMeter:
+    def begin(
+        self, instance_id: str, started: float, derive_engine_rate: bool = False
+    ) -> RequestMeter:
         """A meter for one request to `instance_id` that arrived at `started` (clock time,
-        so time spent queued counts toward its time to first token)."""
+        so time spent queued counts toward its time to first token). `derive_engine_rate`:
+        the engine reports no timings, so its generation rate comes from the stream."""
         live = self._by_instance.get(instance_id)
         if live is None:
             live = self._by_instance[instance_id] = InstanceLive()
-        return RequestMeter(live, started, self.clock)
+        return RequestMeter(live, started, self.clock, derive_engine_rate)
 
     def get(self, instance_id: str) -> InstanceLive | None:
         return self._by_instance.get(instance_id)
@@ -102,6 +168,25 @@ class LiveStats:
     def forget_except(self, present: set[str]) -> None:
         for gone in self._by_instance.keys() - present:
             del self._by_instance[gone]
+
+
+def engine_rates(timings: Any) -> tuple[float, float] | None:
+    """(prompt, generation) tokens/s from llama-server's `timings`; None when absent. A rate
+    the engine did not measure (no tokens, or no time) is 0."""
+    if not isinstance(timings, dict):
+        return None
+    prompt = _rate(timings.get("prompt_n"), timings.get("prompt_ms"))
+    output = _rate(timings.get("predicted_n"), timings.get("predicted_ms"))
+    if prompt == 0 and output == 0:
+        return None
+    return prompt, output
+
+
+def _rate(tokens: Any, ms: Any) -> float:
+    n = _int(tokens)
+    if n <= 0 or not isinstance(ms, int | float) or isinstance(ms, bool) or not ms > 0:
+        return 0.0
+    return float(n * 1000.0 / ms)
 
 
 def _int(value: Any) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.metrics import SERIES, InstanceMetrics
-from roundhouse.core.metrics.engine_figures import kv_usage
+from roundhouse.core.metrics.engine_figures import kv_usage, ollama_vram
 from roundhouse.core.metrics.flags import LOW_BANDWIDTH_USE, bandwidth_use, cpu_fallback
 from roundhouse.core.metrics.live import InstanceLive
 from roundhouse.core.metrics.process import ProcessReading
@@ -48,11 +48,20 @@ def build_point(x: Inputs) -> InstanceMetrics:
         # Never below 0: the live count is corrected down when a reply's usage arrives.
         output_tps = max(0.0, (out - x.previous.output_tokens) / dt)
         prompt_tps = max(0.0, (prompt - x.previous.prompt_tokens) / dt)
-    ttft_ms = itl_ms = None
+    ttft_ms = itl_ms = engine_prompt = engine_output = None
     if live is not None:
         ttfts, itls = live.recent()
         ttft_ms = statistics.median(ttfts) * 1000 if ttfts else None
         itl_ms = statistics.median(itls) * 1000 if itls else None
+        prompts, outputs = live.recent_engine_rates()
+        engine_prompt = statistics.median(prompts) if prompts else None
+        engine_output = statistics.median(outputs) if outputs else None
+    vram = x.vram_bytes
+    if not vram:
+        # NVML could not attribute it (not NVIDIA, or another process holds it): the
+        # engine's own word, where it gives one (Ollama's /api/ps).
+        told = ollama_vram(x.figures)
+        vram = told if told is not None else vram
     bandwidth = bandwidth_use(x.info, output_tps, x.inventory)
     return InstanceMetrics(
         instance=x.info.id,
@@ -68,16 +77,18 @@ def build_point(x: Inputs) -> InstanceMetrics:
         requests=live.requests if live else 0,
         output_tokens=out,
         prompt_tokens=prompt,
+        engine_prompt_tps=engine_prompt,
+        engine_output_tps=engine_output,
         cpu_percent=x.process.cpu_percent,
         rss_bytes=x.process.rss_bytes,
         mapped_bytes=x.process.mapped_bytes,
-        vram_bytes=x.vram_bytes,
+        vram_bytes=vram,
         kv_usage=kv_usage(x.figures),
         engine_figures=x.figures,
         bandwidth_use=bandwidth.use,
         bandwidth_note=bandwidth.note,
         bandwidth_low=bandwidth.use is not None and bandwidth.use < LOW_BANDWIDTH_USE,
-        cpu_fallback=cpu_fallback(x.info, x.vram_bytes, x.inventory),
+        cpu_fallback=cpu_fallback(x.info, vram, x.inventory),
     )
 
 

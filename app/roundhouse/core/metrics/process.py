@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,11 +34,86 @@ class _Tracked:
         self.mapped: int | None = None
 
 
+# pid -> the bytes the process really holds, where the platform says it better than RSS.
+Footprint = Callable[[int], int | None]
+
+# <sys/resource.h>: the flavour of proc_pid_rusage whose struct has ri_phys_footprint.
+RUSAGE_INFO_V2 = 2
+
+
+class RusageInfoV2(ctypes.Structure):
+    """struct rusage_info_v2 of <sys/resource.h> (macOS 10.9 and later)."""
+
+    _fields_ = [
+        ("ri_uuid", ctypes.c_uint8 * 16),
+        *(
+            (name, ctypes.c_uint64)
+            for name in (
+                "ri_user_time",
+                "ri_system_time",
+                "ri_pkg_idle_wkups",
+                "ri_interrupt_wkups",
+                "ri_pageins",
+                "ri_wired_size",
+                "ri_resident_size",
+                "ri_phys_footprint",
+                "ri_proc_start_abstime",
+                "ri_proc_exit_abstime",
+                "ri_child_user_time",
+                "ri_child_system_time",
+                "ri_child_pkg_idle_wkups",
+                "ri_child_interrupt_wkups",
+                "ri_child_pageins",
+                "ri_child_elapsed_abstime",
+                "ri_diskio_bytesread",
+                "ri_diskio_byteswritten",
+            )
+        ),
+    ]
+
+
+def phys_footprint_of(buffer: bytes) -> int:
+    """ri_phys_footprint of a filled rusage_info_v2."""
+    return int(RusageInfoV2.from_buffer_copy(buffer).ri_phys_footprint)
+
+
+def _darwin_footprint() -> Footprint:
+    # RSS leaves out the GPU (Metal) buffers an engine holds in unified memory; the physical
+    # footprint, what Activity Monitor shows as Memory, counts them.
+    libproc = ctypes.CDLL("/usr/lib/libproc.dylib", use_errno=True)
+    call = libproc.proc_pid_rusage
+    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    call.restype = ctypes.c_int
+
+    def footprint(pid: int) -> int | None:
+        info = RusageInfoV2()
+        if call(pid, RUSAGE_INFO_V2, ctypes.byref(info)) != 0:
+            return None  # gone, or not ours to read: RSS stands
+        return phys_footprint_of(bytes(info))
+
+    return footprint
+
+
+def footprint_for(platform: str = sys.platform) -> Footprint | None:
+    """The platform's better memory figure, or None where RSS is the one to use."""
+    if platform != "darwin":
+        return None
+    try:
+        return _darwin_footprint()
+    except (OSError, AttributeError):
+        return None  # an older macOS without it: RSS
+
+
 class ProcessSampler:
     """Reads a process tree each tick: the fast figures every time, the slow ones seldom."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        footprint: Footprint | None = None,
+    ) -> None:
         self._clock = clock
+        self._footprint = footprint
         self._tracked: dict[int, _Tracked] = {}
 
     def read(self, pid: int) -> ProcessReading:
@@ -57,15 +134,22 @@ class ProcessSampler:
         try:
             with tracked.root.oneshot():
                 cpu += tracked.root.cpu_percent(None)
-                rss += tracked.root.memory_info().rss
+                rss += self._memory(tracked.root)
         except psutil.Error:
             self._tracked.pop(pid, None)
             return ProcessReading(None, None, None)
         for child in tracked.children:
             with contextlib.suppress(psutil.Error):
                 cpu += child.cpu_percent(None)
-                rss += child.memory_info().rss
+                rss += self._memory(child)
         return ProcessReading(cpu, rss, tracked.mapped)
+
+    def _memory(self, proc: psutil.Process) -> int:
+        if self._footprint is not None:
+            footprint = self._footprint(proc.pid)
+            if footprint is not None:
+                return footprint
+        return int(proc.memory_info().rss)
 
     def _read_slow(self, tracked: _Tracked) -> None:
         try:

@@ -8,14 +8,21 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from roundhouse.api.engines import EngineId
 from roundhouse.api.hardware import GpuVendor, HardwareInventory
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.metrics import SERIES, InstanceSeries, MetricsHistory, MetricsSnapshot
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.metrics.engine_figures import EngineFigures, Scrape
+from roundhouse.core.metrics.ollama_figures import scrape_ollama
 from roundhouse.core.metrics.point import Inputs, Previous, build_point, row_of
-from roundhouse.core.metrics.process import SLOW_EVERY_S, ProcessReading, ProcessSampler
+from roundhouse.core.metrics.process import (
+    SLOW_EVERY_S,
+    ProcessReading,
+    ProcessSampler,
+    footprint_for,
+)
 from roundhouse.core.metrics.ring import TieredRing
 
 log = logging.getLogger(__name__)
@@ -43,6 +50,7 @@ class MetricsService:
         *,
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
+        scrape_ollama: Scrape = scrape_ollama,
     ) -> None:
         self._instances = instances
         self._gateway = gateway
@@ -53,8 +61,13 @@ class MetricsService:
         self._vram_at = -math.inf
         self.interval_s = interval_s
         self._clock = clock
-        self._processes = ProcessSampler()
-        self._figures = EngineFigures(scrape)
+        self._processes = ProcessSampler(footprint=footprint_for())
+        self._scrape = scrape
+        self._scrape_ollama = scrape_ollama
+        # Root URLs of the Ollama instances, as of the last tick: their figures come from
+        # /api/ps, not from a /metrics they do not serve.
+        self._ollama_urls: dict[str, str] = {}
+        self._figures = EngineFigures(self._scrape_any)
         self._previous: dict[str, Previous] = {}
         self._rings: dict[str, TieredRing] = {}
         self._latest = MetricsSnapshot(t=clock(), instances=[])
@@ -106,6 +119,7 @@ class MetricsService:
             self._load_inventory()
         now = self._clock()
         infos = [i for i in self._instances() if i.status != InstanceStatus.FAILED]
+        self._ollama_urls = {i.id: i.url for i in infos if i.engine == EngineId.OLLAMA}
         gateway = self._gateway()
         pids = {i.id: i.pid for i in infos if i.pid is not None}
         readings, vram = await asyncio.to_thread(self._read_processes, pids)
@@ -137,6 +151,12 @@ class MetricsService:
         snapshot = MetricsSnapshot(t=now, instances=points)
         self._publish(snapshot)
         return snapshot
+
+    async def _scrape_any(self, instance_id: str) -> dict[str, float]:
+        url = self._ollama_urls.get(instance_id)
+        if url is not None:
+            return await self._scrape_ollama(url)
+        return await self._scrape(instance_id)
 
     def _load_inventory(self) -> None:
         """The inventory (for the flags) loads beside the ticks: the first takes seconds."""

@@ -1,4 +1,5 @@
-"""Per instance, the two figures no other tool shows: bandwidth use and a CPU fallback."""
+"""Per instance, the figures no other tool shows: bandwidth use, a CPU fallback, and the
+engine's own tokens/s."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from roundhouse.gui.widgets.monitor_buffer import label_of
 
 # The daemon flags bandwidth use below this share (core.metrics.flags.LOW_BANDWIDTH_USE).
 LOW_SHARE_WORDS = "40 %"
-COLUMNS = ("Instance", "Tokens/s", "Bandwidth use", "CPU fallback")
+# The engine's own rate goes last: the columns before it keep their places.
+COLUMNS = ("Instance", "Tokens/s", "Bandwidth use", "CPU fallback", "Engine tok/s")
 
 
 class Level(StrEnum):
@@ -41,6 +43,24 @@ class Cell:
     text: str
     level: Level
     tooltip: str = ""
+
+
+def engine_rate_cell(point: InstanceMetrics) -> Cell:
+    """Generation tokens/s as the engine measured it, which leaves out the gateway and the
+    network; the prompt rate in the tooltip."""
+    out, prompt = point.engine_output_tps, point.engine_prompt_tps
+    if out is None and prompt is None:
+        return Cell(
+            "—",
+            Level.UNKNOWN,
+            "The engine has not reported its own rate: llama.cpp does after each reply; "
+            "for Ollama it is taken from its streamed replies.",
+        )
+    text = "—" if out is None else f"{out:.1f}"
+    tooltip = "Median of recent requests, on the engine's side."
+    if prompt is not None:
+        tooltip += f" Prompt processing: {prompt:.0f} tok/s."
+    return Cell(text, Level.OK, tooltip)
 
 
 def bandwidth_cell(point: InstanceMetrics) -> Cell:
@@ -106,6 +126,7 @@ class MonitorFlags(QWidget):
                 Cell(f"{point.output_tps:.1f}", Level.OK),
                 bandwidth_cell(point),
                 fallback_cell(point),
+                engine_rate_cell(point),
             )
             for column, cell in enumerate(cells):
                 self._set_cell(row, column, cell)

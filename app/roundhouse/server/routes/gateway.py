@@ -10,6 +10,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
 from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
@@ -155,7 +156,10 @@ async def _forward(
     content = json.dumps(body).encode() if changed else raw
     upstream = await gateway.open(target, path, content, stream=stream)
     instance_id = target.instance.id
-    meter = gateway.live.begin(instance_id, began)
+    # Ollama's /v1 replies carry no timings: its generation rate comes from the stream.
+    meter = gateway.live.begin(
+        instance_id, began, derive_engine_rate=target.instance.engine == EngineId.OLLAMA
+    )
     headers = identity(target.instance)
     # Relayed as the engine wrote it (the gateway asks for no compression, but an engine may
     # compress anyway): the client decodes what the engine encoded.
@@ -173,8 +177,9 @@ async def _forward(
         finally:
             upstream.close()
             lease.release()
-        usage = _usage_in(reply) if upstream.is_success else None
+        usage, timings = _usage_in(reply) if upstream.is_success else (None, None)
         gateway.usage.record(instance_id, usage)
+        meter.timings(timings)
         meter.finish(usage)
         return Response(
             reply,
@@ -188,7 +193,7 @@ async def _forward(
         meter.finish(usage)
 
     return _LeasedStream(
-        _relay(upstream, forward_usage, on_usage, meter.chunk),
+        _relay(upstream, forward_usage, on_usage, meter.chunk, meter.timings),
         upstream=upstream,
         lease=lease,
         media_type=upstream.headers["content-type"],
@@ -227,6 +232,7 @@ async def _relay(
     forward_usage: bool,
     on_usage: Callable[[Any], None],
     on_events: Callable[[int], None],
+    on_timings: Callable[[Any], None],
 ) -> AsyncIterator[bytes]:
     # Closing the engine's response on every exit, a client that went away included (the
     # server cancels this generator), stops the engine generating for nobody.
@@ -236,6 +242,7 @@ async def _relay(
             forward_usage=forward_usage,
             on_usage=on_usage,
             on_events=on_events,
+            on_timings=on_timings,
         ):
             yield event
     except UPSTREAM_ERRORS as exc:
@@ -254,9 +261,12 @@ async def _relay(
         upstream.close()
 
 
-def _usage_in(reply: bytes) -> Any:
+def _usage_in(reply: bytes) -> tuple[Any, Any]:
+    """(usage, llama-server's timings) of a whole reply; None for what it lacks."""
     try:
         body = json.loads(reply)
     except ValueError:
-        return None
-    return body.get("usage") if isinstance(body, dict) else None
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    return body.get("usage"), body.get("timings")

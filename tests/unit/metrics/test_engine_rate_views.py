@@ -1,0 +1,28 @@
+"""The engine's own tokens/s in the Monitor page's table and in `roundhouse monitor`."""
+
+from __future__ import annotations
+
+from roundhouse.api.metrics import InstanceMetrics
+from roundhouse.cli.monitor_view import engine_rates
+from roundhouse.gui.widgets.monitor_flags import COLUMNS, Level, engine_rate_cell
+
+
+def _point(output: float | None, prompt: float | None) -> InstanceMetrics:
+    return InstanceMetrics(
+        instance="a", engine="llama.cpp", t=1.0, engine_output_tps=output, engine_prompt_tps=prompt
+    )
+
+
+def test_the_page_shows_generation_with_the_prompt_rate_in_the_tooltip() -> None:
+    assert COLUMNS[-1] == "Engine tok/s"
+    cell = engine_rate_cell(_point(41.26, 812.0))
+    assert cell.text == "41.3" and cell.level == Level.OK
+    assert "812 tok/s" in cell.tooltip
+    unknown = engine_rate_cell(_point(None, None))
+    assert unknown.text == "—" and unknown.level == Level.UNKNOWN
+
+
+def test_the_cli_shows_generation_then_prompt() -> None:
+    assert engine_rates(_point(41.26, 812.4)) == "41.3/812"
+    assert engine_rates(_point(20.0, None)) == "20.0/-"
+    assert engine_rates(_point(None, None)) == "-"
