@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # The steps live beside this file (run as a script, its folder is on sys.path).
+from screenshot_pages_perf import take_bench, take_monitor
 from screenshot_steps import (
     PANEL_HEIGHT,
     REPO,
@@ -205,6 +206,8 @@ async def take(
         served = await start_served_model(ui, model)
         await take_chat(ui, served[1], grab)
         await take_quick_chat(ui, served[1], grab)
+        await take_monitor(ui, served[1], grab)
+        await take_bench(ui, served[1], grab)
     await take_attach_dialog(ui, page, grab)
     await take_ollama(ui, grab)
     await take_models(ui, hub, grab)

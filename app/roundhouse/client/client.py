@@ -83,12 +83,23 @@ def _tls_context() -> ssl.SSLContext:
 class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        reuse_connections: bool = True,
+    ):
         self.base_url = base_url
+        # Without reuse, every request has a connection of its own: one whose set-up was
+        # cut short (a cancellation lost inside anyio) cannot hold other requests up.
+        limits = httpx.Limits() if reuse_connections else httpx.Limits(max_keepalive_connections=0)
         self._http = httpx.AsyncClient(
             base_url=base_url + API_PREFIX,
             headers={"Authorization": f"Bearer {token}"},
             timeout=timeout,
+            limits=limits,
             # A daemon on loopback must not be reached through a proxy from the environment.
             trust_env=False,
             verify=_tls_context(),

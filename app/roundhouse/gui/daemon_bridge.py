@@ -298,7 +298,10 @@ class DaemonBridge(QObject):
             status = await lifecycle.ensure_daemon(self.home)
         if not status.running:
             raise DaemonNotRunningError(status.message or "The daemon is not running.")
-        client = DaemonClient.for_home(self.home)
+        # A connection per request: the app's requests are few, a loopback connect costs
+        # a tenth of a millisecond, and a request cancelled while it connected (the page
+        # closed) can then never leave a shared connection locked for the others.
+        client = DaemonClient.for_home(self.home, reuse_connections=False)
         self._client = client
         settings = await client.settings()
         inventory = await client.hardware()

@@ -61,6 +61,10 @@ def _content(choice: dict[str, Any]) -> str:
     return str(choice.get("text") or "")
 
 
+# Tries of one request whose kept-alive connection was gone before any answer.
+SEND_ATTEMPTS = 3
+
+
 def _take_event(record: RequestRecord, payload: bytes, now: float) -> None:
     data = json.loads(payload)
     if not isinstance(data, dict):
@@ -94,16 +98,18 @@ async def send_one(
     record.sent_s = time.perf_counter() - t0
     body = build_body(target, prompt)
     try:
-        try:
-            response = await session.post(
-                target.base_url + path, json=body, headers=headers, timeout=timeout
-            )
-        except aiohttp.ServerDisconnectedError:
-            # A kept-alive connection the engine closed as it was reused (llama-server does,
-            # at times): nothing was answered, so send it once more on a new one.
-            response = await session.post(
-                target.base_url + path, json=body, headers=headers, timeout=timeout
-            )
+        for attempt in range(1, SEND_ATTEMPTS + 1):
+            try:
+                response = await session.post(
+                    target.base_url + path, json=body, headers=headers, timeout=timeout
+                )
+                break
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                # A kept-alive connection the engine closed as it was reused (llama-server
+                # closes one after a number of requests): nothing was answered, so send it
+                # again on another. Only before any answer: a reply is never sent twice.
+                if attempt == SEND_ATTEMPTS:
+                    raise
         async with response:
             if response.status != 200:
                 text = (await response.text())[:300]
