@@ -7,8 +7,9 @@ out as <sys/resource.h> declares rusage_info_v2, and the sampler is given a foot
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
+import subprocess
+import sys
 
 import psutil
 
@@ -42,9 +43,16 @@ def test_only_macos_gets_a_footprint_reader() -> None:
 
 
 def test_the_sampler_uses_the_footprint_and_falls_back_to_rss() -> None:
-    me = os.getpid()
-    told = ProcessSampler(footprint=lambda pid: 5 * 1024**3 if pid == me else None)
-    assert told.read(me).rss_bytes == 5 * 1024**3
-    silent = ProcessSampler(footprint=lambda pid: None)
-    rss = silent.read(me).rss_bytes
-    assert rss is not None and abs(rss - psutil.Process(me).memory_info().rss) < 64 * 1024**2
+    # A process of its own with no children (this test run may have some: the sampler
+    # adds a tree's children).
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        told = ProcessSampler(footprint=lambda pid: 5 * 1024**3 if pid == lone.pid else None)
+        assert told.read(lone.pid).rss_bytes == 5 * 1024**3
+        silent = ProcessSampler(footprint=lambda pid: None)
+        rss = silent.read(lone.pid).rss_bytes
+        expected = psutil.Process(lone.pid).memory_info().rss
+        assert rss is not None and abs(rss - expected) < 64 * 1024**2
+    finally:
+        lone.kill()
+        lone.wait()
