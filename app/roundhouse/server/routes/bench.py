@@ -32,6 +32,11 @@ async def _engine_of(services: Services, model: str) -> str | None:
     """The engine serving `model` now, to label the result (None when none is known)."""
     if services.instances is None:
         return None
+    # The gateway's own names first ("tiny-llama-q8" for a library file), as the
+    # benchmark asks the gateway by them; then an engine's ids, the file's path.
+    for listed in services.gateway().listed():
+        if listed.model.id == model:
+            return listed.model.engine.value
     for info in services.instance_service().all(memory=False):
         if model in info.models or info.model == model:
             return info.engine.value
