@@ -6,7 +6,8 @@ import asyncio
 import itertools
 
 from roundhouse.api.hardware import GpuSample
-from roundhouse.core.sampler import SUBSCRIBER_BACKLOG, Sampler
+from roundhouse.base.fanout import SUBSCRIBER_BACKLOG
+from roundhouse.core.sampler import Sampler
 
 
 def _gpu() -> list[GpuSample]:

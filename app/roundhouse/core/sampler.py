@@ -11,15 +11,12 @@ from collections.abc import AsyncIterator, Callable
 import psutil
 
 from roundhouse.api.hardware import GpuSample, HardwareSample, SampleHistory
+from roundhouse.base.fanout import Fanout
 from roundhouse.base.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 GpuReader = Callable[[], list[GpuSample]]
-
-# A subscriber that falls this many samples behind loses the oldest: the live view wants
-# the newest reading, and the daemon must not grow memory for a stalled client.
-SUBSCRIBER_BACKLOG = 32
 
 
 def read_host_sample(
@@ -53,7 +50,7 @@ class Sampler:
         self.capacity = max(1, int(history_s / interval_s))
         self._ring: deque[HardwareSample] = deque(maxlen=self.capacity)
         self._clock = clock
-        self._subscribers: set[asyncio.Queue[HardwareSample]] = set()
+        self._fanout: Fanout[HardwareSample] = Fanout()
         self._task: asyncio.Task[None] | None = None
 
     def history(self, since: float | None = None) -> SampleHistory:
@@ -81,24 +78,15 @@ class Sampler:
 
     def _publish(self, sample: HardwareSample) -> None:
         self._ring.append(sample)
-        for queue in self._subscribers:
-            if queue.full():
-                queue.get_nowait()
-            queue.put_nowait(sample)
+        self._fanout.publish(sample)
 
-    async def subscribe(self) -> AsyncIterator[HardwareSample]:
+    def subscribe(self) -> AsyncIterator[HardwareSample]:
         """Yield every new sample until the caller stops iterating."""
-        queue: asyncio.Queue[HardwareSample] = asyncio.Queue(maxsize=SUBSCRIBER_BACKLOG)
-        self._subscribers.add(queue)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            self._subscribers.discard(queue)
+        return self._fanout.subscribe()
 
     @property
     def subscriber_count(self) -> int:
-        return len(self._subscribers)
+        return len(self._fanout)
 
     def start(self) -> None:
         if self._task is None:

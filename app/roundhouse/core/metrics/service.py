@@ -12,6 +12,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.hardware import GpuVendor, HardwareInventory
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.metrics import SERIES, InstanceSeries, MetricsHistory, MetricsSnapshot
+from roundhouse.base.fanout import Fanout
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.metrics.engine_figures import EngineFigures, Scrape
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 WATCH_GRACE_S = 30.0
 # History of instances that are gone is kept, but for no more than this many.
 MAX_RINGS = 64
-SUBSCRIBER_BACKLOG = 32
 
 # pid -> bytes of GPU memory it holds (NVML); blocking, so it runs in a worker thread.
 GpuProcesses = Callable[[], dict[int, int]]
@@ -71,7 +71,7 @@ class MetricsService:
         self._previous: dict[str, Previous] = {}
         self._rings: dict[str, TieredRing] = {}
         self._latest = MetricsSnapshot(t=clock(), instances=[])
-        self._subscribers: set[asyncio.Queue[MetricsSnapshot]] = set()
+        self._fanout: Fanout[MetricsSnapshot] = Fanout()
         self._read_at = -math.inf
         self._task: asyncio.Task[None] | None = None
         self._inventory_task: asyncio.Task[HardwareInventory] | None = None
@@ -79,7 +79,7 @@ class MetricsService:
     # -- reading --------------------------------------------------------------------------
 
     def watched(self) -> bool:
-        return bool(self._subscribers) or time.monotonic() - self._read_at < WATCH_GRACE_S
+        return bool(len(self._fanout)) or time.monotonic() - self._read_at < WATCH_GRACE_S
 
     def snapshot(self) -> MetricsSnapshot:
         self._read_at = time.monotonic()
@@ -101,15 +101,9 @@ class MetricsService:
             series.append(InstanceSeries(instance=instance_id, t=times, values=values))
         return MetricsHistory(resolution_s=resolution, window_s=window_s, series=series)
 
-    async def subscribe(self) -> AsyncIterator[MetricsSnapshot]:
+    def subscribe(self) -> AsyncIterator[MetricsSnapshot]:
         """Each new snapshot until the caller stops; a slow reader loses the oldest."""
-        queue: asyncio.Queue[MetricsSnapshot] = asyncio.Queue(maxsize=SUBSCRIBER_BACKLOG)
-        self._subscribers.add(queue)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            self._subscribers.discard(queue)
+        return self._fanout.subscribe()
 
     # -- sampling -------------------------------------------------------------------------
 
@@ -204,10 +198,7 @@ class MetricsService:
 
     def _publish(self, snapshot: MetricsSnapshot) -> None:
         self._latest = snapshot
-        for queue in self._subscribers:
-            if queue.full():
-                queue.get_nowait()
-            queue.put_nowait(snapshot)
+        self._fanout.publish(snapshot)
 
     def start(self) -> None:
         if self._task is None:
