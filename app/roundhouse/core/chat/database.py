@@ -22,7 +22,7 @@ from roundhouse.api.chat import (
     Role,
     SamplingParams,
 )
-from roundhouse.core.chat.schema import migrate, transaction
+from roundhouse.core.chat.schema import connect_wal, transaction
 from roundhouse.core.chat.titles import DEFAULT_TITLE, title_from
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 
@@ -45,21 +45,7 @@ def new_conversation_id() -> str:
 def connect(path: Path) -> sqlite3.Connection:
     """Open (or create) the file in WAL mode with foreign keys on, migrated to the newest
     schema. Raises sqlite3.DatabaseError for a file that is not a database."""
-    # Autocommit: transactions are explicit (schema.transaction). One connection is shared
-    # by the worker threads the store runs it in, under the store's lock.
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
-    try:
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"the file cannot use WAL mode (it is in {mode})")
-        # Safe with WAL: a power cut may lose the last commit, never corrupt the file.
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        migrate(db)
-    except BaseException:
-        db.close()
-        raise
-    return db
+    return connect_wal(path, foreign_keys=True)
 
 
 def _check_length(text: str | None) -> None:

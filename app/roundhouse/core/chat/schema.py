@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -72,6 +73,29 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS
             db.execute("DELETE FROM schema_version")
             db.execute("INSERT INTO schema_version (version) VALUES (?)", (version + 1,))
     return known
+
+
+def connect_wal(
+    path: Path, migrations: Sequence[Migration] = MIGRATIONS, *, foreign_keys: bool = False
+) -> sqlite3.Connection:
+    """Open (or create) the file in WAL mode, migrated to the newest schema. Raises
+    sqlite3.DatabaseError for a file that is not a database."""
+    # Autocommit: transactions are explicit (`transaction`). One connection is shared by
+    # the worker threads its store runs it in, under that store's lock.
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
+    try:
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"the file cannot use WAL mode (it is in {mode})")
+        # Safe with WAL: a power cut may lose the last commit, never corrupt the file.
+        db.execute("PRAGMA synchronous=NORMAL")
+        if foreign_keys:
+            db.execute("PRAGMA foreign_keys=ON")
+        migrate(db, migrations)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 @contextmanager

@@ -8,12 +8,12 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from roundhouse.core.chat.schema import NewerSchemaError, migrate
+from roundhouse.core.chat.schema import NewerSchemaError
 from roundhouse.core.models.downloads.errors import DownloadsUnavailableError
 
 log = logging.getLogger(__name__)
@@ -36,23 +36,6 @@ class TableWords:
     name: str
     empty: str
     unaffected: str
-
-
-def connect_wal(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
-    """Open (or create) the file in WAL mode, migrated to the newest schema."""
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
-    try:
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"the file cannot use WAL mode (it is in {mode})")
-        # A power cut may lose the last commit, never corrupt the file; what a row says is
-        # on disk (a partial file's durable size) is checked again at the next start.
-        db.execute("PRAGMA synchronous=NORMAL")
-        migrate(db, migrations)
-    except BaseException:
-        db.close()
-        raise
-    return db
 
 
 class ThreadedTable(Generic[TableT]):

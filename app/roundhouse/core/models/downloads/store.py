@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from roundhouse.core.chat.schema import connect_wal
 from roundhouse.core.models.downloads.records import MIGRATIONS, DownloadTable, Entry
-from roundhouse.core.models.sqlite_table import TableWords, ThreadedTable, connect_wal
+from roundhouse.core.models.sqlite_table import TableWords, ThreadedTable
 
 QUEUE_FILE = "downloads.sqlite3"
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from roundhouse.core.chat.schema import connect_wal
 from roundhouse.core.models.ollama_pulls.records import MIGRATIONS, PullEntry, PullTable
-from roundhouse.core.models.sqlite_table import TableWords, ThreadedTable, connect_wal
+from roundhouse.core.models.sqlite_table import TableWords, ThreadedTable
 
 _WORDS = TableWords(
     name="Ollama pull list",
