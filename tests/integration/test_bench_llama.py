@@ -92,7 +92,11 @@ def test_output_tokens_from_usage_equal_the_engines_counter(served: Served) -> N
     # vLLM's peak concurrency counts requests active in the same second, not at once.
     assert 1 <= m.peak_concurrency <= 6
     # The closed loop's opening burst (2) has no schedule; the other 4 waited for a slot.
-    assert m.dispatch_delay.count == 4 and not m.client_behind, m.dispatch_delay
+    # Whether the client fell behind depends on the machine's load (a busy CI host can take
+    # tens of ms to wake the loop), so only the count is asserted here; the verdict's rule
+    # is tested with fixed timings in tests/unit/bench/test_metrics_parity.py.
+    assert m.dispatch_delay.count == 4, m.dispatch_delay
+    assert m.dispatch_delay.p99 >= 0
     assert result.engine == "llama.cpp"  # type: ignore[attr-defined]
 
 
