@@ -41,24 +41,72 @@ def bench() -> None:
 
 @bench.command("run")
 @click.argument("model")
-@click.option("--num-prompts", "-n", default=100, show_default=True, type=click.IntRange(1))
-@click.option("--request-rate", type=click.FloatRange(0, min_open=True), help="Poisson req/s.")
+@click.option(
+    "--num-prompts",
+    "-n",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Requests measured (after the warm-ups).",
+)
+@click.option(
+    "--request-rate",
+    type=click.FloatRange(0, min_open=True),
+    help="Poisson arrivals at R requests a second (seeded).",
+)
 @click.option("--max-concurrency", type=click.IntRange(1), help="Closed loop: at most C in flight.")
-@click.option("--input-len", default=256, show_default=True, type=click.IntRange(1))
-@click.option("--output-len", default=128, show_default=True, type=click.IntRange(1))
-@click.option("--range-ratio", default=0.0, type=click.FloatRange(0, 1), help="Length spread.")
+@click.option(
+    "--input-len",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Prompt tokens per request (random words).",
+)
+@click.option(
+    "--output-len",
+    default=128,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Tokens generated per request (end of text ignored).",
+)
+@click.option(
+    "--range-ratio",
+    default=0.0,
+    type=click.FloatRange(0, 1),
+    help="Spread lengths uniformly over LEN x (1 +/- R); 0 keeps them fixed.",
+)
 @click.option(
     "--prompts",
     "prompts_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="ShareGPT prompts (JSONL or JSON) instead of random ones.",
 )
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--warmups", default=1, show_default=True, type=click.IntRange(0, 100))
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Seed of the prompts and the arrival times: the same seed, the same run.",
+)
+@click.option(
+    "--warmups",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Requests sent one by one first and not measured.",
+)
 @click.option("--sglang", is_flag=True, help="Follow sglang's conventions instead of vLLM's.")
 @click.option("--completions", is_flag=True, help="Use /v1/completions instead of chat.")
-@click.option("--slo-ttft", type=click.FloatRange(0, min_open=True), help="Goodput: TTFT ms.")
-@click.option("--slo-tpot", type=click.FloatRange(0, min_open=True), help="Goodput: TPOT ms.")
+@click.option(
+    "--slo-ttft",
+    type=click.FloatRange(0, min_open=True),
+    help="Goodput: a request counts as good only within this time to first token (ms).",
+)
+@click.option(
+    "--slo-tpot",
+    type=click.FloatRange(0, min_open=True),
+    help="Goodput: ... and within this time per output token (ms).",
+)
 @click.option("--label", help="A name for this run in lists and comparisons.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
@@ -161,7 +209,12 @@ def compare(ctx: click.Context, bench_ids: tuple[str, ...]) -> None:
 @bench.command("export")
 @click.argument("bench_id")
 @click.option(
-    "--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "csv", "json"]),
+    default="md",
+    show_default=True,
+    help="A Markdown table shaped like vLLM's, CSV rows, or the whole results as JSON.",
 )
 @click.pass_context
 def export(ctx: click.Context, bench_id: str, fmt: str) -> None:
@@ -202,11 +255,42 @@ def rm(ctx: click.Context, bench_id: str) -> None:
     metavar="ENGINE=MODEL",
     help="The model in an engine's own format (MLX folder for mlx); repeatable.",
 )
-@click.option("--num-prompts", "-n", default=50, show_default=True, type=click.IntRange(1))
-@click.option("--max-concurrency", default=4, show_default=True, type=click.IntRange(1))
-@click.option("--input-len", default=256, show_default=True, type=click.IntRange(1))
-@click.option("--output-len", default=128, show_default=True, type=click.IntRange(1))
-@click.option("--ctx-size", default=4096, show_default=True, type=click.IntRange(64))
+@click.option(
+    "--num-prompts",
+    "-n",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Requests measured on each engine.",
+)
+@click.option(
+    "--max-concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Closed loop: at most C in flight on each engine.",
+)
+@click.option(
+    "--input-len",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Prompt tokens per request.",
+)
+@click.option(
+    "--output-len",
+    default=128,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Tokens generated per request.",
+)
+@click.option(
+    "--ctx-size",
+    default=4096,
+    show_default=True,
+    type=click.IntRange(64),
+    help="Context each engine is started with, the same on both.",
+)
 @click.option("--label", help="A name for both runs in lists and comparisons.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.pass_context

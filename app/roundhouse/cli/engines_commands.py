@@ -98,7 +98,9 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
 @click.option("--tensor-parallel", "-tp", type=click.IntRange(1), help="vLLM/SGLang: GPUs.")
 @click.option("--pipeline-parallel", "-pp", type=click.IntRange(1), help="vLLM: stages.")
 @click.option(
-    "--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True), help="vLLM/SGLang."
+    "--gpu-memory-utilization",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="vLLM/SGLang: the share of the GPU's memory the engine may take (0-1).",
 )
 @click.option("--max-model-len", type=click.IntRange(1), help="vLLM/SGLang: context length.")
 @click.option("--draft-model", help="MLX: a draft model for speculative decoding.")
@@ -438,7 +440,14 @@ def memory(ctx: click.Context, instance_id: str, as_json: bool) -> None:
 @engines.command()
 @click.argument("instance_id")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl+C.")
-@click.option("--lines", "-n", type=click.IntRange(1), default=100, show_default=True)
+@click.option(
+    "--lines",
+    "-n",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    help="How many of the last lines to print.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the lines as JSON.")
 @click.pass_context
 def logs(ctx: click.Context, instance_id: str, follow: bool, lines: int, as_json: bool) -> None:

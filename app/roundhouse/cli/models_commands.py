@@ -27,8 +27,15 @@ def models() -> None:
     type=click.Choice([s.value for s in HubSort]),
     default=HubSort.DOWNLOADS.value,
     show_default=True,
+    help="Order of the results, most first.",
 )
-@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100),
+    default=20,
+    show_default=True,
+    help="At most this many results.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def search(
@@ -225,9 +232,15 @@ def import_(ctx: click.Context, path: str, folder: str | None, as_json: bool) ->
 @click.argument("repo", required=False)
 @click.argument("choice", required=False)
 @click.option("--library", "library_id", metavar="ID", help="A local model (from `models ls`).")
-@click.option("--revision", default="main", show_default=True)
+@click.option("--revision", default="main", show_default=True, help="Branch, tag or commit.")
 @click.option("--ctx", "context_length", type=click.IntRange(1), help="Context per request.")
-@click.option("--parallel", type=click.IntRange(1, 256), default=1, show_default=True)
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Parallel request slots (each has its own KV cache).",
+)
 @click.option(
     "--cache-type",
     type=click.Choice(["f16", "q8_0", "q4_0"]),

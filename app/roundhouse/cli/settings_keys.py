@@ -17,7 +17,12 @@ _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 _NONE = frozenset({"", "none", "null"})
 # Read when the daemon starts: a change counts after a restart.
-AT_RESTART = ("daemon.host", "daemon.port")
+AT_RESTART = (
+    "daemon.host",
+    "daemon.port",
+    "daemon.sample_interval_s",
+    "daemon.sample_history_s",
+)
 
 
 class SettingError(ValueError):

@@ -89,7 +89,7 @@ class InstanceManager:
         log_dir: Path,
         *,
         on_leftover: OnLeftover,
-        ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+        ready_timeout_s: float | Callable[[], float] = DEFAULT_READY_TIMEOUT_S,
         hf_hub_cache: Path | None = None,
     ) -> None:
         if on_leftover not in ("adopt", "reap"):
@@ -97,7 +97,10 @@ class InstanceManager:
         self._store = RecordStore(state_dir)
         self._log_dir = log_dir
         self._on_leftover = on_leftover
-        self._ready_timeout_s = ready_timeout_s
+        # A callable is read at each start: a changed setting applies to the next start.
+        self._ready_timeout_s = (
+            ready_timeout_s if callable(ready_timeout_s) else (lambda: ready_timeout_s)
+        )
         # Where engines that read the Hugging Face cache find models (Roundhouse's models
         # folder); it is created, as mlx_lm.server cannot list models without it.
         self._hf_hub_cache = hf_hub_cache
@@ -126,7 +129,7 @@ class InstanceManager:
         running = await start_engine(
             plan,
             log_path,
-            ready_timeout_s=self._ready_timeout_s,
+            ready_timeout_s=self._ready_timeout_s(),
             on_progress=on_progress,
             on_spawn=on_spawn,
         )
