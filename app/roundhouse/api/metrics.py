@@ -18,6 +18,8 @@ SERIES: tuple[str, ...] = (
     "vram_bytes",
     "kv_usage",
     "bandwidth_use",
+    "engine_output_tps",
+    "engine_prompt_tps",
 )
 
 
@@ -42,12 +44,15 @@ class InstanceMetrics(_Frozen):
     output_tokens: int = Field(0, description="output tokens since the daemon started")
     prompt_tokens: int = Field(0, description="prompt tokens since the daemon started")
     engine_prompt_tps: float | None = Field(
-        None, description="prompt tokens/s the engine measured (llama.cpp timings), recent median"
+        None,
+        description="prompt tokens/s the engine measured: llama.cpp timings (recent median), "
+        "vLLM's prefill histogram (last scrape interval)",
     )
     engine_output_tps: float | None = Field(
         None,
-        description="generation tokens/s per request on the engine's side, recent median: "
-        "llama.cpp timings, or for Ollama its usage over the stream's duration",
+        description="generation tokens/s per request on the engine's side: llama.cpp timings "
+        "(recent median), Ollama's usage over the stream's duration, vLLM's and SGLang's "
+        "time-per-output-token histograms (last scrape interval)",
     )
     cpu_percent: float | None = Field(None, description="of one core, the process tree")
     rss_bytes: int | None = Field(

@@ -20,10 +20,15 @@ from typing import Any
 
 from tests.fakes.http_plumbing import StandinHandler
 from tests.fakes.ollama.server import NATURAL_LENGTH, WORDS, prompt_tokens
+from tests.fakes.openai_engines.exposition import (
+    TOKEN_BUCKETS,
+    Histogram,
+    sglang_metrics,
+    vllm_metrics,
+)
 
 VLLM_VERSION = "0.11.0"
 SGLANG_VERSION = "0.5.4"
-BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 KV_CAPACITY_PER_SEQ = 4  # pretend KV cache: max_model_len * 4 tokens in all
 
@@ -59,22 +64,6 @@ class Settings:
     server_args: dict[str, Any] = field(default_factory=dict)
 
 
-class Histogram:
-    """A Prometheus histogram with cumulative buckets."""
-
-    def __init__(self) -> None:
-        self.buckets = [0] * len(BUCKETS)
-        self.count = 0
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        self.count += 1
-        self.sum += value
-        for i, bound in enumerate(BUCKETS):
-            if value <= bound:
-                self.buckets[i] += 1
-
-
 class Engine:
     """The pretend engine: readiness clock, scheduler slots and every served-token counter."""
 
@@ -94,6 +83,11 @@ class Engine:
         self.ttft = Histogram()
         self.itl = Histogram()
         self.e2e = Histogram()
+        # Observed as each request ends, as vLLM does: its mean time per output token after
+        # the first, its prefill (scheduled to first token) and its prompt size.
+        self.request_tpot = Histogram()
+        self.prefill = Histogram()
+        self.request_prompt = Histogram(TOKEN_BUCKETS)
         self.last_throughput = 0.0
         self.seen_prompts: set[str] = set()
 
@@ -126,6 +120,7 @@ class Engine:
         with self.lock:
             self.waiting += 1
         self.slots.acquire()
+        scheduled = time.monotonic()
         with self.lock:
             self.waiting -= 1
             self.running += 1
@@ -161,6 +156,9 @@ class Engine:
                 self.running -= 1
                 self.kv_tokens -= prompt + made
                 self.e2e.observe(time.monotonic() - start)
+                self.request_tpot.observe((last - first) / (made - 1) if made > 1 else 0.0)
+                self.prefill.observe(first - scheduled if made else 0.0)
+                self.request_prompt.observe(prompt)
             self.slots.release()
 
     # -- metrics ------------------------------------------------------------------------------
@@ -168,89 +166,8 @@ class Engine:
     def metrics(self) -> str:
         with self.lock:
             if self.settings.personality == "vllm":
-                return self._vllm_metrics()
-            return self._sglang_metrics()
-
-    def _labels(self, extra: str = "") -> str:
-        name = self.settings.served_names[0].replace("\\", "\\\\").replace('"', '\\"')
-        engine = 'engine="0",' if self.settings.personality == "vllm" else ""
-        return "{" + engine + f'model_name="{name}"' + extra + "}"
-
-    def _metric(self, out: list[str], name: str, kind: str, help_: str, value: float) -> None:
-        created = time.time()
-        out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
-        if kind == "counter":
-            out.append(f"{name}_total{self._labels()} {float(value)}")
-            out.append(f"{name}_created{self._labels()} {created}")
-        else:
-            out.append(f"{name}{self._labels()} {float(value)}")
-
-    def _histogram(self, out: list[str], name: str, help_: str, hist: Histogram) -> None:
-        out += [f"# HELP {name} {help_}", f"# TYPE {name} histogram"]
-        bounds = [*(str(b) for b in BUCKETS), "+Inf"]
-        for bound, count in zip(bounds, [*hist.buckets, hist.count], strict=True):
-            labels = self._labels(',le="' + bound + '"')
-            out.append(f"{name}_bucket{labels} {float(count)}")
-        out.append(f"{name}_count{self._labels()} {float(hist.count)}")
-        out.append(f"{name}_sum{self._labels()} {hist.sum}")
-
-    def _vllm_metrics(self) -> str:
-        out: list[str] = []
-        gauge = "gauge"
-        self._metric(out, "vllm:num_requests_running", gauge, "Requests in batches.", self.running)
-        self._metric(out, "vllm:num_requests_waiting", gauge, "Requests waiting.", self.waiting)
-        usage = self.kv_usage()
-        if self.settings.metric_names in ("new", "both"):
-            self._metric(
-                out, "vllm:kv_cache_usage_perc", gauge, "KV-cache usage (1 = 100%).", usage
-            )
-        if self.settings.metric_names in ("old", "both"):
-            self._metric(out, "vllm:gpu_cache_usage_perc", gauge, "GPU KV-cache usage.", usage)
-        self._metric(out, "vllm:num_preemptions", "counter", "Preemptions.", 0)
-        self._metric(
-            out, "vllm:prompt_tokens", "counter", "Prefill tokens processed.", self.prompt_tokens
-        )
-        self._metric(
-            out,
-            "vllm:generation_tokens",
-            "counter",
-            "Generation tokens processed.",
-            self.generation_tokens,
-        )
-        out += [
-            "# HELP vllm:request_success_total Successfully processed requests.",
-            "# TYPE vllm:request_success_total counter",
-        ]
-        for reason in ("stop", "length", "abort"):
-            labels = self._labels(f',finished_reason="{reason}"')
-            out.append(f"vllm:request_success_total{labels} {float(self.success.get(reason, 0))}")
-        self._histogram(out, "vllm:time_to_first_token_seconds", "Time to first token.", self.ttft)
-        self._histogram(out, "vllm:inter_token_latency_seconds", "Inter-token latency.", self.itl)
-        self._histogram(
-            out, "vllm:e2e_request_latency_seconds", "End-to-end request latency.", self.e2e
-        )
-        return "\n".join(out) + "\n"
-
-    def _sglang_metrics(self) -> str:
-        out: list[str] = []
-        prompt, cached = self.prompt_tokens, self.cached_prompt_tokens
-        self._metric(out, "sglang:prompt_tokens", "counter", "Prefill tokens.", prompt)
-        self._metric(
-            out, "sglang:generation_tokens", "counter", "Generation tokens.", self.generation_tokens
-        )
-        self._metric(out, "sglang:num_running_reqs", "gauge", "Running requests.", self.running)
-        self._metric(out, "sglang:num_queue_reqs", "gauge", "Queued requests.", self.waiting)
-        self._metric(out, "sglang:token_usage", "gauge", "KV token usage.", self.kv_usage())
-        hit = cached / prompt if prompt else 0.0
-        self._metric(out, "sglang:cache_hit_rate", "gauge", "Prefix cache hit rate.", hit)
-        self._metric(
-            out, "sglang:gen_throughput", "gauge", "Generation tok/s.", self.last_throughput
-        )
-        self._histogram(
-            out, "sglang:time_to_first_token_seconds", "Time to first token.", self.ttft
-        )
-        self._histogram(out, "sglang:e2e_request_latency_seconds", "E2E latency.", self.e2e)
-        return "\n".join(out) + "\n"
+                return vllm_metrics(self)
+            return sglang_metrics(self)
 
 
 # -- request parsing --------------------------------------------------------------------------

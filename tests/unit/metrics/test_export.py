@@ -57,6 +57,8 @@ def test_csv_has_a_row_per_instance_and_time_and_blanks_for_none() -> None:
     )
     rows = list(csv.reader(io.StringIO(render_csv(history))))
     assert rows[0] == ["t", "instance", *SERIES]
+    # The engine's own rates are history too, so a CSV has them beside the gateway's.
+    assert {"engine_output_tps", "engine_prompt_tps"} <= set(rows[0])
     assert rows[1][:3] == ["10.000", "a", "1"]
     assert rows[1][2 + SERIES.index("rss_bytes")] == "123456789"
     assert rows[2][2] == ""

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.errors import NotFoundError, RoundhouseError
+from roundhouse.core.metrics.scraped_rates import ScrapedRates
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class EngineFigures:
         self._at: dict[str, float] = {}
         # Instances whose engine serves no metrics, or refused them: not asked again.
         self._none: set[str] = set()
+        # vLLM's and SGLang's own tokens/s, from one scrape to the next.
+        self.rates = ScrapedRates()
         self._task: asyncio.Task[None] | None = None
 
     def get(self, instance_id: str) -> dict[str, float]:
@@ -74,7 +77,9 @@ class EngineFigures:
     async def _refresh(self, ids: list[str]) -> None:
         for instance_id in ids:
             try:
-                self._figures[instance_id] = await self._scrape(instance_id)
+                figures = await self._scrape(instance_id)
+                self._figures[instance_id] = figures
+                self.rates.update(instance_id, figures)
             except NotFoundError:
                 # The engine serves no metrics: the gateway's view stands alone.
                 self._none.add(instance_id)
@@ -82,12 +87,14 @@ class EngineFigures:
                 # Off, or not answering now (still loading): asked again when next due.
                 log.debug("No engine metrics for %s: %s", instance_id, exc)
                 self._figures.pop(instance_id, None)
+                self.rates.lost(instance_id)
 
     def forget_except(self, present: set[str]) -> None:
         for store in (self._figures, self._at):
             for gone in store.keys() - present:
                 del store[gone]
         self._none &= present
+        self.rates.forget_except(present)
 
     async def aclose(self) -> None:
         if self._task is not None:

@@ -34,13 +34,15 @@ _FAMILIES: tuple[tuple[str, str, str, str], ...] = (
     (
         "engine_prompt_tokens_per_second",
         "gauge",
-        "Prompt tokens per second the engine measured, median of recent requests.",
+        "Prompt tokens per second the engine measured: median of recent requests, or for "
+        "vLLM over the last interval between scrapes of its /metrics.",
         "engine_prompt_tps",
     ),
     (
         "engine_output_tokens_per_second",
         "gauge",
-        "Generation tokens per second on the engine's side, median of recent requests.",
+        "Generation tokens per second per request on the engine's side: median of recent "
+        "requests, or for vLLM and SGLang over the last interval between scrapes.",
         "engine_output_tps",
     ),
     ("cpu_percent", "gauge", "CPU of the process tree, percent of one core.", "cpu_percent"),

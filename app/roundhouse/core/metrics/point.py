@@ -36,6 +36,8 @@ class Inputs:
     vram_bytes: int | None
     figures: dict[str, float]
     inventory: HardwareInventory | None
+    # (prompt, generation) tokens/s from the engine's /metrics (vLLM, SGLang).
+    scraped_rates: tuple[float | None, float | None] = (None, None)
 
 
 def build_point(x: Inputs) -> InstanceMetrics:
@@ -56,6 +58,10 @@ def build_point(x: Inputs) -> InstanceMetrics:
         prompts, outputs = live.recent_engine_rates()
         engine_prompt = statistics.median(prompts) if prompts else None
         engine_output = statistics.median(outputs) if outputs else None
+    # Engines whose replies carry no timings say it in their /metrics instead.
+    scraped_prompt, scraped_output = x.scraped_rates
+    engine_prompt = scraped_prompt if engine_prompt is None else engine_prompt
+    engine_output = scraped_output if engine_output is None else engine_output
     vram = x.vram_bytes
     if not vram:
         # NVML could not attribute it (not NVIDIA, or another process holds it): the

@@ -132,6 +132,7 @@ class MetricsService:
                     vram_bytes=vram.get(info.id),
                     figures=self._figures.get(info.id),
                     inventory=self._inventory,
+                    scraped_rates=self._figures.rates.get(info.id),
                 )
             )
             self._previous[info.id] = Previous(now, point.output_tokens, point.prompt_tokens)

@@ -53,11 +53,15 @@ def engine_rate_cell(point: InstanceMetrics) -> Cell:
         return Cell(
             "—",
             Level.UNKNOWN,
-            "The engine has not reported its own rate: llama.cpp does after each reply; "
-            "for Ollama it is taken from its streamed replies.",
+            "The engine has not reported its own rate: llama.cpp does after each reply, "
+            "vLLM and SGLang in their /metrics once they have served a request; for Ollama "
+            "it is taken from its streamed replies.",
         )
     text = "—" if out is None else f"{out:.1f}"
-    tooltip = "Median of recent requests, on the engine's side."
+    tooltip = (
+        "On the engine's side: llama.cpp's median of recent requests, vLLM's and SGLang's "
+        "since their last /metrics scrape."
+    )
     if prompt is not None:
         tooltip += f" Prompt processing: {prompt:.0f} tok/s."
     return Cell(text, Level.OK, tooltip)
