@@ -78,6 +78,20 @@ def test_windows_prefers_pythonw_so_no_console_opens(tmp_path: Path) -> None:
     )
 
 
+def test_a_frozen_windows_build_uses_its_windowed_twin(tmp_path: Path) -> None:
+    app = tmp_path / "roundhouse.exe"
+    app.touch()
+    assert launch_command(None, executable=str(app), frozen=True, platform="win32") == [
+        str(app),
+        "--tray",
+    ]
+    (tmp_path / "roundhousew.exe").touch()
+    assert launch_command(None, executable=str(app), frozen=True, platform="win32") == [
+        str(tmp_path / "roundhousew.exe"),
+        "--tray",
+    ]
+
+
 def test_linux_writes_an_xdg_autostart_file_and_removes_it(tmp_path: Path) -> None:
     config = tmp_path / "config home"
     entry = entry_for_platform("linux", env={"XDG_CONFIG_HOME": str(config)}, user_home=tmp_path)

@@ -44,14 +44,16 @@ def launch_command(
     platform: str = sys.platform,
 ) -> list[str]:
     """The argv that opens the app of this home in the tray, with this interpreter or build."""
+    if platform == "win32":
+        # A console program would open a terminal window at each login: use the windowed
+        # twin, pythonw.exe beside python.exe, or the frozen build's roundhousew.exe.
+        twin = "roundhousew.exe" if frozen else "pythonw.exe"
+        windowless = Path(executable).with_name(twin)
+        if windowless.is_file():
+            executable = str(windowless)
     if frozen:
         argv = [executable]
     else:
-        if platform == "win32":
-            # pythonw has no console: python.exe would open a terminal window at each login.
-            windowless = Path(executable).with_name("pythonw.exe")
-            if windowless.is_file():
-                executable = str(windowless)
         argv = [executable, "-m", "roundhouse"]
     if root is not None:
         argv += ["--home", str(root)]

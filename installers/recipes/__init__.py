@@ -1,0 +1,1 @@
+"""The steps of installers/build.py: icons, PyInstaller, and one packager per OS."""
