@@ -51,10 +51,7 @@ def launch_command(
         windowless = Path(executable).with_name(twin)
         if windowless.is_file():
             executable = str(windowless)
-    if frozen:
-        argv = [executable]
-    else:
-        argv = [executable, "-m", "roundhouse"]
+    argv = [executable] if frozen else [executable, "-m", "roundhouse"]
     if root is not None:
         argv += ["--home", str(root)]
     return [*argv, TRAY_FLAG]
