@@ -248,9 +248,12 @@ async def take_settings(ui: Ui, grab: Grab) -> None:
     page = ui.window.show_page("Settings")
     assert isinstance(page, SettingsPage)
     await wait_until(lambda: page.settings is not None, 10, "the settings")
-    page.add_python("/opt/venvs/vllm/bin/python")
-    page.add_python("/usr/local/bin/python3.12")
-    page.ready_timeout.setValue(900)
+    page.engines.pythons.add("/opt/venvs/vllm/bin/python")
+    page.engines.pythons.add("/usr/local/bin/python3.12")
+    page.engines.ready_timeout.setValue(900)
+    engines_scroll = page.findChild(QScrollArea)
+    assert engines_scroll is not None
+    engines_scroll.verticalScrollBar().setValue(page.engines.y() - 8)
     await asyncio.sleep(0.6)
     grab("settings.png")
 
@@ -402,3 +405,36 @@ async def take_models(ui: Ui, hub: HubStandin, grab: Grab) -> None:
     await asyncio.sleep(0.8)
     grab("models-library.png")
     page.show_tab(SEARCH_TAB)
+
+
+async def take_first_run(ui: Ui, hub: HubStandin, grab: Grab) -> None:
+    """The first-run guide's model step: the starters sized for this machine, the recommended
+    one being downloaded (the Hub slowed down); then the download cancelled, the guide closed."""
+    sys.path.insert(0, str(REPO))
+    from tests.fakes.hub.starter_repos import build_starter_repos
+
+    # The starters, under the catalog's own names, beside the tests' repos.
+    await asyncio.to_thread(build_starter_repos, hub.repos, None, False)
+    hub.reload()
+    assert ui.first_run is not None
+    wizard = ui.first_run.open()
+    wizard.move(ui.window.x() + 260, ui.window.y() + 90)
+    await wait_until(lambda: wizard.state.guide is not None, 20, "the guide")
+    wizard.next()
+    await asyncio.sleep(0.3)  # llama.cpp found on PATH; without it the list shows all the same
+    wizard.next()
+    model = wizard.model
+    await wait_until(lambda: model.starters is not None, 30, "the starters")
+    hub.set_faults({"repo": "*", "path": "*.gguf", "throttle_bps": 40_000})
+    model.download_button.click()
+    panel = model.panel
+    await wait_until(lambda: len(panel.rows) == 1, 20, "the download")
+    row = next(iter(panel.rows.values()))
+    await wait_until(lambda: row.item.bytes_done > 180_000, 30, "progress")
+    await asyncio.sleep(0.6)
+    grab("first-run.png", widget=wizard)
+    hub.clear_faults()
+    row.cancel_button.click()
+    await wait_until(lambda: not panel.running, 20, "the cancel")
+    wizard.skip()
+    await asyncio.sleep(0.3)

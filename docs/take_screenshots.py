@@ -33,6 +33,7 @@ from screenshot_steps import (
     start_served_model,
     take_attach_dialog,
     take_chat,
+    take_first_run,
     take_install_progress,
     take_instances,
     take_models,
@@ -211,6 +212,7 @@ async def take(
     await take_attach_dialog(ui, page, grab)
     await take_ollama(ui, grab)
     await take_models(ui, hub, grab)
+    await take_first_run(ui, hub, grab)
     await take_settings(ui, grab)
     await take_install_progress(ui, page, releases, grab)
     await take_tray(ui, grab, serving=served is not None)

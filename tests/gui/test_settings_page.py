@@ -56,10 +56,11 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
         page = ui.window.show_page("Settings")
         assert isinstance(page, SettingsPage)
         await wait_until(lambda: page.settings is not None, 10, "the settings")
-        assert page.ready_timeout.value() == 600 and page.python_paths() == []
-        assert page.leftover.currentData() == LeftoverAction.ADOPT
-        assert "keep serving" in page.leftover_help.text(), page.leftover_help.text()
-        assert (page.ready_timeout.minimum(), page.ready_timeout.maximum()) == (5, 7200)
+        engines = page.engines
+        assert engines.ready_timeout.value() == 600 and engines.pythons.paths() == []
+        assert engines.leftover.currentData() == LeftoverAction.ADOPT
+        assert "keep serving" in engines.leftover_help.text(), engines.leftover_help.text()
+        assert (engines.ready_timeout.minimum(), engines.ready_timeout.maximum()) == (5, 7200)
         assert not page.save_button.isEnabled(), "nothing changed yet"
 
         # Another window (the tray) picks the active model after the page read the settings:
@@ -69,14 +70,15 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
             chat = current.chat.model_copy(update={"active_model": "picked-in-the-tray"})
             await client.put_settings(current.model_copy(update={"chat": chat}))
 
-        page.python_edit.setText(sys.executable)
-        page.add_button.click()
-        page.leftover.setCurrentIndex(page.leftover.findData(LeftoverAction.REAP.value))
-        assert "stopped when the daemon starts" in page.leftover_help.text()
-        page.ready_timeout.setValue(120)
+        engines.pythons.edit.setText(sys.executable)
+        engines.pythons.add_button.click()
+        engines.leftover.setCurrentIndex(engines.leftover.findData(LeftoverAction.REAP.value))
+        assert "stopped when the daemon starts" in engines.leftover_help.text()
+        engines.ready_timeout.setValue(120)
         assert page.save_button.isEnabled()
         page.save_button.click()
         await wait_until(lambda: page.message.text().startswith("Saved"), 10, "the save")
+        assert page.message.text() == "Saved; looking for engines in the Pythons again."
         assert not page.save_button.isEnabled()
         async with DaemonClient(no_ollama_daemon.url, no_ollama_daemon.token) as client:
             saved = (await client.settings()).engines
@@ -85,18 +87,18 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
         assert saved.on_leftover == LeftoverAction.REAP and saved.ready_timeout_s == 120
 
         # The daemon validates: a value out of its range is refused in words.
-        page.ready_timeout.setRange(1, 100_000)
-        page.ready_timeout.setValue(1)
+        engines.ready_timeout.setRange(1, 100_000)
+        engines.ready_timeout.setValue(1)
         page.save_button.click()
         await wait_until(lambda: bool(page.error_text()), 10, "the refusal")
         assert "ready_timeout_s" in page.error_text() and "5" in page.error_text()
         page.revert_button.click()
-        await wait_until(lambda: page.ready_timeout.value() == 120, 10, "the revert")
+        await wait_until(lambda: engines.ready_timeout.value() == 120, 10, "the revert")
         assert not page.error_text()
 
-        page.pythons.setCurrentRow(0)
-        page.remove_button.click()
-        assert page.python_paths() == [] and page.save_button.isEnabled()
+        engines.pythons.list.setCurrentRow(0)
+        engines.pythons.remove_button.click()
+        assert engines.pythons.paths() == [] and page.save_button.isEnabled()
         ui.window.show_page("Ollama")
         await asyncio.sleep(0.1)
         assert ollama.absent

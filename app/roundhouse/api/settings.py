@@ -154,6 +154,15 @@ class UiSettings(BaseModel):
     )
     quit_action: QuitAction = QuitAction.ASK
     chart_refresh_hz: float = Field(default=2.0, ge=0.5, le=10)
+    first_run_done: bool = Field(
+        default=False,
+        description="the first-run guide was finished or skipped (it opens on the first launch)",
+    )
+    check_updates: bool = Field(
+        default=False,
+        description="ask PyPI at most once a day whether a newer Roundhouse is out (a plain "
+        "GET that sends nothing about you or this machine)",
+    )
 
 
 class Settings(BaseModel):

@@ -165,6 +165,8 @@ from roundhouse.cli.monitor_command import monitor  # noqa: E402
 from roundhouse.cli.ollama_commands import ollama  # noqa: E402
 from roundhouse.cli.run_command import run  # noqa: E402
 from roundhouse.cli.settings_commands import settings  # noqa: E402
+from roundhouse.cli.setup_command import setup  # noqa: E402
+from roundhouse.cli.update_commands import update  # noqa: E402
 
 cli.add_command(bench)
 cli.add_command(chat)
@@ -178,3 +180,5 @@ cli.add_command(monitor)
 cli.add_command(run)
 cli.add_command(ollama)
 cli.add_command(settings)
+cli.add_command(setup)
+cli.add_command(update)

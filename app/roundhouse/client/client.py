@@ -58,6 +58,7 @@ from roundhouse.client.hub import HubMixin
 from roundhouse.client.locate import locate
 from roundhouse.client.metrics import MetricsMixin
 from roundhouse.client.models import ModelsMixin
+from roundhouse.client.settings_calls import SettingsCallsMixin
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -80,7 +81,7 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin):
+class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin, SettingsCallsMixin):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Download queue, library and fit calls of the daemon client (mixed into DaemonClient)."""
+"""Queue, library, fit and first-run calls of the daemon client (mixed into DaemonClient)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,21 @@ from roundhouse.api.downloads import (
     is_ollama_pull,
 )
 from roundhouse.api.fit import FitQuery, ModelFit
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
+from roundhouse.api.starters import (
+    ServedStarter,
+    ServeStarterRequest,
+    SetupGuide,
+    StarterList,
+)
 
 M = TypeVar("M", bound=BaseModel)
 _JSON = {"Content-Type": "application/json"}
 # Adding resolves files on the Hub and a library scan reads headers: longer than usual.
 _SLOW = httpx.Timeout(120.0, connect=2.0)
+# Serving waits while the engine loads the model (the daemon bounds it by its ready timeout).
+_LOAD = httpx.Timeout(10.0, connect=2.0, read=7500.0)
 
 
 def _item(item_id: str, action: str = "") -> str:
@@ -123,3 +132,28 @@ class ModelsMixin:
         return await self._request(
             "POST", "/fit", ModelFit, content=body, headers=_JSON, timeout=_SLOW
         )
+
+    # -- first-run guide ---------------------------------------------------------------------
+
+    async def setup_guide(self, refresh: bool = False) -> SetupGuide:
+        """This machine in one line and the engines the guide can set up, best first."""
+        params = {"refresh": "true"} if refresh else {}
+        return await self._request("GET", "/setup", SetupGuide, params=params, timeout=_SLOW)
+
+    async def starters(self, engine: str | None = None, offline: bool = False) -> StarterList:
+        """The starter models for `engine` (None: the recommended one), fitted, with a pick."""
+        params = {"offline": "true" if offline else "false"}
+        if engine is not None:
+            params["engine"] = engine
+        return await self._request("GET", "/starters", StarterList, params=params, timeout=_SLOW)
+
+    async def serve_starter(self, request: ServeStarterRequest) -> ServedStarter:
+        """Serve a downloaded model for a first chat; answers once the engine has loaded it."""
+        body = request.model_dump_json(exclude_none=True)
+        return await self._request(
+            "POST", "/starters/serve", ServedStarter, content=body, headers=_JSON, timeout=_LOAD
+        )
+
+    async def setup_ollama(self) -> InstanceInfo:
+        """An Ollama that answers: attached when found running, else started."""
+        return await self._request("POST", "/setup/ollama", InstanceInfo, timeout=_LOAD)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from roundhouse.api.settings import SETTINGS_SCHEMA_VERSION, Settings
 from roundhouse.base.files import write_atomic
 from roundhouse.core.errors import InvalidInputError, SettingsError
+from roundhouse.core.ports import PortInUseError, bind_listener
 
 # Each migration takes the raw TOML of version N and returns version N+1.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -61,8 +62,15 @@ def save_settings(path: Path, settings: Settings) -> None:
     write_atomic(path, tomli_w.dumps(data).encode("utf-8"))
 
 
-def check_new_settings(settings: Settings) -> None:
-    """Refuse, in words, values a client sends that cannot work on this machine."""
+def check_new_settings(settings: Settings, current: Settings | None = None) -> None:
+    """Refuse, in words, values a client sends that cannot work on this machine.
+
+    Folders and ports are checked when they change from `current` (all of them without it):
+    a folder on a disk unplugged since it was saved must not block saving anything else."""
+    _check_places(settings, current)
+    daemon = settings.daemon
+    if daemon.port and (current is None or daemon.port != current.daemon.port):
+        _check_port_free("daemon.port", daemon.host, daemon.port)
     for python in settings.engines.python_paths:
         path = Path(python).expanduser()
         if not path.is_file() or not os.access(path, os.X_OK):
@@ -71,3 +79,57 @@ def check_new_settings(settings: Settings) -> None:
                 "there). Give the full path of a `python` in the environment that has the "
                 "engine, e.g. /home/me/venvs/vllm/bin/python."
             )
+
+
+def _check_places(settings: Settings, current: Settings | None) -> None:
+    models_dir = (settings.models_dir or "").strip()
+    if models_dir and (current is None or models_dir != (current.models_dir or "").strip()):
+        folder = _existing_folder("models_dir", models_dir)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise InvalidInputError(
+                f"models_dir: Roundhouse cannot write in {folder} (no permission), so no "
+                "download could go there. Pick a folder your user can write to."
+            )
+    before = set(current.models.library_folders) if current is not None else set()
+    for entry in settings.models.library_folders:
+        if entry in before:
+            continue
+        folder = _existing_folder("models.library_folders", entry)
+        if not os.access(folder, os.R_OK | os.X_OK):
+            raise InvalidInputError(
+                f"models.library_folders: Roundhouse cannot read {folder} (no permission). "
+                "Pick a folder your user can read, or remove it from the list."
+            )
+
+
+def _existing_folder(setting: str, value: str) -> Path:
+    folder = Path(value.strip()).expanduser()
+    if not folder.is_absolute():
+        raise InvalidInputError(
+            f"{setting}: give the full path of a folder on the daemon's machine (e.g. "
+            f"/home/me/models), not {value.strip()!r}."
+        )
+    if not folder.exists():
+        raise InvalidInputError(
+            f"{setting}: {folder} does not exist on this machine. Create the folder first, "
+            "or pick one that exists."
+        )
+    if not folder.is_dir():
+        raise InvalidInputError(f"{setting}: {folder} is a file, not a folder. Pick a folder.")
+    return folder
+
+
+def _check_port_free(setting: str, host: str, port: int) -> None:
+    """Refuse a port another program listens on (named when the OS says which)."""
+    try:
+        bind_listener(host, port).close()
+    except PortInUseError as exc:
+        if exc.owner is not None and exc.owner.pid == os.getpid():
+            return  # this daemon's own listener: it is free for the next start
+        advice = "" if exc.privileged else " Pick another port, or stop that program first."
+        raise InvalidInputError(f"{setting}: {exc.strerror}{advice}") from exc
+    except OSError as exc:
+        raise InvalidInputError(
+            f"{setting}: nothing can listen on {host}:{port} ({exc.strerror or exc}). Check "
+            "daemon.host, or pick another port."
+        ) from exc

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
 from roundhouse.base.paths import Home
 from roundhouse.gui.connection_state import ConnectionState
@@ -21,11 +23,17 @@ from roundhouse.gui.pyside_tax import skip_feature_source_scan
 if TYPE_CHECKING:
     from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.first_run.launcher import FirstRunLauncher
     from roundhouse.gui.quick_chat import QuickChat
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
 
 APP_NAME = "Roundhouse"
+# ROUNDHOUSE_SMOKE_TEST=1: the self-check of an installed or frozen build. The app opens as
+# usual but starts no daemon, prints `smoke: first paint` at the window's first paint, then
+# checks that its icons and stylesheet load, prints `smoke: ok ...` and quits (exit 1 and
+# the problem on stderr when a check fails).
+SMOKE_TEST_ENV = "ROUNDHOUSE_SMOKE_TEST"
 
 
 @dataclass
@@ -38,6 +46,7 @@ class Ui:
     tray: Tray | None
     active_model: ActiveModel | None = None
     quick_chat: QuickChat | None = None
+    first_run: FirstRunLauncher | None = None
 
 
 def application() -> QApplication:
@@ -61,10 +70,14 @@ def build_ui(
     tray_available: bool | None = None,
     geometry_store: QSettings | None = None,
     window: MainWindow | None = None,
+    first_run_guide: bool = False,
 ) -> Ui:
-    """Build the bridge, window, pages and tray; nothing talks to the daemon yet."""
+    """Build the bridge, window, pages and tray; nothing talks to the daemon yet.
+
+    `first_run_guide`: open the first-run guide once connected, unless it was done."""
     from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
+    from roundhouse.gui.first_run.launcher import FirstRunLauncher
     from roundhouse.gui.pages.bench_page import BenchPage
     from roundhouse.gui.pages.chat_page import ChatPage
     from roundhouse.gui.pages.engines_page import EnginesPage
@@ -96,6 +109,8 @@ def build_ui(
     active_model = ActiveModel(bridge)
     # The quick chat window is built on first use; its shortcut (Ctrl+Shift+Space) now.
     quick_chat = QuickChat(bridge, window, active_model, geometry_store=geometry_store)
+    first_run = FirstRunLauncher(bridge, window, automatic=first_run_guide)
+    window.first_run_requested.connect(first_run.open)
     tray = (
         Tray(
             bridge,
@@ -104,6 +119,7 @@ def build_ui(
             dark_panel=is_dark(app.palette()),
             active_model=active_model,
             open_quick_chat=quick_chat.open,
+            open_first_run=first_run.open,
         )
         if tray_available
         else None
@@ -111,7 +127,7 @@ def build_ui(
     window.hides_to_tray = lambda: tray is not None
     # With a tray, closing the window hides it; without one, closing it quits.
     app.setQuitOnLastWindowClosed(tray is None)
-    return Ui(bridge, window, quitter, tray, active_model, quick_chat)
+    return Ui(bridge, window, quitter, tray, active_model, quick_chat, first_run)
 
 
 async def shutdown(ui: Ui) -> None:
@@ -131,12 +147,59 @@ async def shutdown(ui: Ui) -> None:
     await ui.bridge.aclose()
 
 
+class _FirstPaint(QObject):
+    """Calls `on_paint` once, when the main window is first painted (smoke test only)."""
+
+    def __init__(self, app: QApplication, on_paint: Callable[[], None]) -> None:
+        super().__init__(app)
+        self._app = app
+        self._on_paint = on_paint
+        app.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.Paint
+            and isinstance(watched, QWidget)
+            and isinstance(watched.window(), MainWindow)
+        ):
+            self._app.removeEventFilter(self)
+            self._on_paint()
+        return False
+
+
+def _smoke_check(app: QApplication, outcome: list[int]) -> None:
+    """The smoke test's checks, once the loop runs: every icon renders, the style is set."""
+    from roundhouse.base.resources import resources_dir
+    from roundhouse.gui.icons import TrayState, tray_icon
+
+    icons = [app_icon()] + [tray_icon(s, dark_panel=d) for s in TrayState for d in (False, True)]
+    # A null pixmap means the SVG icon engine (a Qt plugin) is missing from the build.
+    blank = sum(icon.pixmap(32, 32).isNull() for icon in icons)
+    if blank or not stylesheet() or app.styleSheet() != stylesheet():
+        sys.stderr.write(
+            f"smoke: FAILED: {blank} of {len(icons)} icons did not render, or "
+            f"the stylesheet did not load from {resources_dir()}\n"
+        )
+        outcome.append(1)
+    else:
+        sys.stdout.write(
+            f"smoke: ok: {len(icons)} icons and the stylesheet from {resources_dir()}\n"
+        )
+        outcome.append(0)
+    sys.stdout.flush()
+    app.quit()
+
+
 def run_app(home: Home, *, tray: bool = False) -> int:
     """Run the desktop app until the user quits; the daemon it started serves on.
 
     `tray` (Start at login) shows only the tray icon, where the platform has a tray."""
     app = application()
     window = MainWindow(geometry_store=QSettings())
+    smoke = os.environ.get(SMOKE_TEST_ENV) == "1"
+    smoke_outcome: list[int] = []
+    if smoke:
+        _FirstPaint(app, lambda: (sys.stdout.write("smoke: first paint\n"), sys.stdout.flush()))
     hidden = tray and QSystemTrayIcon.isSystemTrayAvailable()
     if not hidden:
         window.show()
@@ -152,10 +215,19 @@ def run_app(home: Home, *, tray: bool = False) -> int:
     asyncio.set_event_loop(loop)
     restore_hooks = install_asyncgen_hooks(loop)
     try:
-        ui = build_ui(app, home, window=window, geometry_store=QSettings())
+        ui = build_ui(
+            app,
+            home,
+            window=window,
+            geometry_store=QSettings(),
+            auto_start=not smoke,
+            first_run_guide=not (hidden or smoke),
+        )
         if ui.tray is not None:
             ui.tray.show()
         ui.bridge.start()
+        if smoke:
+            QTimer.singleShot(0, lambda: _smoke_check(app, smoke_outcome))
         # Ctrl+C in the terminal (or a plain kill) quits like the menu, leaving the daemon.
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: ui.quitter.quit(stop_daemon=False))
@@ -166,4 +238,4 @@ def run_app(home: Home, *, tray: bool = False) -> int:
         restore_hooks()
         asyncio.set_event_loop(None)
         loop.close()
-    return 0
+    return smoke_outcome[0] if smoke_outcome else 0

@@ -50,6 +50,7 @@ class MainWindow(QMainWindow):
 
     quit_requested = Signal()
     hidden_to_tray = Signal()
+    first_run_requested = Signal()
 
     def __init__(
         self,
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
     def attach(self, bridge: DaemonBridge) -> None:
         """Follow the bridge: done after the first paint, once the client is imported."""
         from roundhouse.gui.widgets.banner import Banner
+        from roundhouse.gui.widgets.settings_updates import UpdateNotice
 
         self._bridge = bridge
         # Built after the first paint too: the first use of a Qt enum such as StandardKey
@@ -92,8 +94,15 @@ class MainWindow(QMainWindow):
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.quit_requested)
         self.addAction(quit_action)
+        self.help_menu = self.menuBar().addMenu("&Help")
+        guide = self.help_menu.addAction("First-run guide…")
+        guide.setToolTip("The engine, a starter model that fits this machine, and a first chat")
+        guide.triggered.connect(self.first_run_requested)
         self.connection_label = QLabel("Looking for the daemon…")
         self.statusBar().addWidget(self.connection_label, 1)
+        # Shown only while the daemon knows of a newer release (the Settings page's Updates).
+        self.update_notice = UpdateNotice(bridge)
+        self.statusBar().addPermanentWidget(self.update_notice)
         self.banner = Banner()
         self._right.insertWidget(0, self.banner)
         self.banner.retry_clicked.connect(bridge.retry)

@@ -47,6 +47,7 @@ class Tray(QObject):
         dark_panel: bool,
         active_model: ActiveModel | None = None,
         open_quick_chat: Callable[[], None] | None = None,
+        open_first_run: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self._bridge = bridge
@@ -55,6 +56,7 @@ class Tray(QObject):
         self._dark_panel = dark_panel
         self._active_model = active_model or ActiveModel(bridge)
         self._open_quick_chat = open_quick_chat
+        self._open_first_run = open_first_run
         self._told_hidden = False
         self.confirm_box: QMessageBox | None = None
         # The last failure of a tray action, in words (also shown as a notification).
@@ -122,6 +124,9 @@ class Tray(QObject):
             quick.setShortcut(QUICK_CHAT_SHORTCUT)
             quick.setEnabled(self._open_quick_chat is not None)
         self.menu.addAction("Open Roundhouse", self._window.bring_to_front)
+        if connected and self._open_first_run is not None:
+            # The guide works through the daemon: offered while connected.
+            self.menu.addAction("First-run guide…", self._open_first_run)
         if self._bridge.state == ConnectionState.DISCONNECTED:
             self.menu.addAction("Start the daemon", self._bridge.start_daemon)
         self.menu.addSeparator()

@@ -10,6 +10,7 @@ from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
 from roundhouse.server.routes.bench import router as bench_router
 from roundhouse.server.routes.chats import router as chats_router
+from roundhouse.server.routes.disk import router as disk_router
 from roundhouse.server.routes.downloads import router as downloads_router
 from roundhouse.server.routes.fit import router as fit_router
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
@@ -19,6 +20,8 @@ from roundhouse.server.routes.hub import router as hub_router
 from roundhouse.server.routes.library import router as library_router
 from roundhouse.server.routes.metrics import prometheus_router
 from roundhouse.server.routes.metrics import router as metrics_router
+from roundhouse.server.routes.starters import router as starters_router
+from roundhouse.server.routes.updates import router as updates_router
 from roundhouse.server.security import GatewayCors, HostGuard, KeyGuard
 from roundhouse.server.services import DaemonServices
 
@@ -51,6 +54,9 @@ def create_app(services: DaemonServices) -> FastAPI:
     api.include_router(fit_router)
     api.include_router(bench_router)
     api.include_router(metrics_router)
+    api.include_router(starters_router)
+    api.include_router(disk_router)
+    api.include_router(updates_router)
     app.include_router(api)
     app.include_router(prometheus_router)
 

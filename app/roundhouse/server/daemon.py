@@ -35,6 +35,7 @@ from roundhouse.core.models.hub_cache import hub_cache_dir
 from roundhouse.core.ports import PortInUseError, bind_listener
 from roundhouse.core.sampler import Sampler
 from roundhouse.core.settings import load_settings
+from roundhouse.core.updates import UpdateChecker
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
 from roundhouse.server.gateway_listener import SecondListener
@@ -114,7 +115,8 @@ def instance_service(home: Home, settings: Settings, services: DaemonServices) -
         home.state_dir,
         home.log_dir / "engines",
         on_leftover="reap" if settings.engines.on_leftover == LeftoverAction.REAP else "adopt",
-        ready_timeout_s=settings.engines.ready_timeout_s,
+        # Read at each start, so a changed setting applies without a restart.
+        ready_timeout_s=lambda: services.settings.engines.ready_timeout_s,
         hf_hub_cache=models_dir(settings),
     )
     return InstanceService(
@@ -274,8 +276,12 @@ async def _serve(
     await services.gateway_key.load()
     services.second_listener = second_listener = SecondListener(services)
     await second_listener.apply()
+    services.updates = updates = UpdateChecker(
+        __version__, home.state_dir / "updates.json", lambda: services.settings.ui.check_updates
+    )
     sampler.start()
     metrics.start()
+    updates.start()
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
     # Engines an earlier daemon left: adopted or stopped before any new one starts.
@@ -296,6 +302,7 @@ async def _serve(
         await server.serve(sockets=[sock])
     finally:
         await second_listener.close()
+        await updates.stop()
         detection.cancel()
         await recovery
         # Benchmarks end first: their requests would otherwise fail against stopping engines.

@@ -20,6 +20,7 @@ from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
 from roundhouse.core.sampler import Sampler
+from roundhouse.core.updates import UpdateChecker
 
 if TYPE_CHECKING:
     # Imported when first used: the models' libraries (huggingface_hub, gguf, numpy) would
@@ -78,6 +79,8 @@ class DaemonServices:
     gateway_key: GatewayKeyStore = field(default_factory=GatewayKeyStore)
     # The gateway's second address, when the settings name one (set by the composition root).
     second_listener: SecondListener | None = None
+    # The update check, asleep unless ui.check_updates is on (set by the composition root).
+    updates: UpdateChecker | None = None
     started_at: float = field(default_factory=time.time)
     url: str = ""
     pid: int = 0
@@ -173,8 +176,15 @@ class DaemonServices:
             raise RuntimeError("the daemon was built without metrics")
         return self.metrics
 
+    def update_checker(self) -> UpdateChecker:
+        if self.updates is None:
+            raise RuntimeError("the daemon was built without an update check")
+        return self.updates
+
     async def settings_changed(self) -> None:
         """Put what `self.settings` now says in force where it is not read per request."""
+        if self.updates is not None:
+            self.updates.settings_changed()
         if self.second_listener is not None:
             await self.second_listener.apply()
 

@@ -41,7 +41,8 @@ async def get_settings(services: Services) -> Settings:
 
 @router.put("/settings", response_model=Settings)
 async def put_settings(new: Settings, services: Services) -> Settings:
-    check_new_settings(new)
+    # In a thread: it looks at folders and ports (and names a port's owner through psutil).
+    await asyncio.to_thread(check_new_settings, new, services.settings)
     if new.ui.start_at_login or services.settings.ui.start_at_login:
         # Enabling (again) writes the entry with this interpreter, disabling removes it; a
         # failure refuses the whole change in words, so the saved setting never lies.

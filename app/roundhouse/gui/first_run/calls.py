@@ -1,0 +1,117 @@
+"""The guide's calls of the daemon, through the bridge: each returns a Call or a Follow."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
+
+from roundhouse.api.chat import NewConversation, NewMessage, ReplyStats, Role, SamplingParams
+from roundhouse.api.downloads import (
+    UNFINISHED_STATES,
+    DownloadQueueView,
+    DownloadRequest,
+    OllamaDownloadRequest,
+)
+from roundhouse.api.settings import Settings
+from roundhouse.api.starters import ServeStarterRequest, StarterOption
+from roundhouse.client.chat_stream import ReplyMeter
+from roundhouse.gui.call import Call, Follow
+from roundhouse.gui.daemon_calls import ChatCalls
+from roundhouse.gui.settings_patch import patch_settings
+
+if TYPE_CHECKING:
+    from roundhouse.client import DaemonClient
+    from roundhouse.gui.daemon_bridge import DaemonBridge
+
+
+class FirstRunCalls:
+    def __init__(self, bridge: DaemonBridge) -> None:
+        self._bridge = bridge
+        self._chat = ChatCalls(bridge)
+
+    def guide(self, refresh: bool = False) -> Call:
+        """Answers with the SetupGuide; `refresh` looks for engines again first."""
+        return self._bridge.call("look at this machine", lambda c: c.setup_guide(refresh=refresh))
+
+    def starters(self, engine: str, offline: bool = False) -> Call:
+        """Answers with the StarterList for the engine."""
+        return self._bridge.call(
+            "size the starter models", lambda c: c.starters(engine, offline=offline)
+        )
+
+    def ollama(self) -> Call:
+        """Answers with Ollama's InstanceInfo, attached or started."""
+        return self._bridge.call("connect to Ollama", lambda c: c.setup_ollama())
+
+    def download(self, option: StarterOption) -> Call:
+        """Queue the option's files (or its Ollama pull); answers with the queue's ids."""
+
+        async def queue(client: DaemonClient) -> set[str]:
+            if option.ollama_tag is not None:
+                pull = await client.add_ollama_pull(OllamaDownloadRequest(model=option.ollama_tag))
+                return {pull.id}
+            assert option.repo is not None
+            request = DownloadRequest(
+                repo=option.repo, files=option.files, pattern=None if option.files else "*"
+            )
+            view = await client.add_download(request)
+            wanted = set(option.files)
+            return {
+                i.id
+                for i in view.items
+                if i.repo == option.repo
+                and (not wanted or i.path in wanted)
+                and i.state in UNFINISHED_STATES
+            }
+
+        return self._bridge.call("queue the download", queue)
+
+    def queue(self) -> Follow:
+        """Receives the DownloadQueueView now and at each change."""
+
+        def stream(client: DaemonClient) -> AsyncGenerator[DownloadQueueView, None]:
+            return client.follow_downloads()
+
+        return self._bridge.follow("follow the download", stream)
+
+    def act(self, item_id: str, action: str) -> Call:
+        """Pause, resume or cancel one item of the queue."""
+
+        async def run(client: DaemonClient) -> object:
+            if action == "pause":
+                return await client.pause_download(item_id)
+            if action == "resume":
+                return await client.resume_download(item_id)
+            return await client.cancel_download(item_id)
+
+        return self._bridge.call(f"{action} the download", run)
+
+    def serve(self, request: ServeStarterRequest) -> Call:
+        """Answers with the ServedStarter once the engine has loaded the model."""
+        return self._bridge.call("start the model", lambda c: c.serve_starter(request))
+
+    def reply(self, model: str, prompt: str, max_tokens: int, meter: ReplyMeter) -> Follow:
+        """ChatDelta items, then ChatDone (or a ChatFailed item)."""
+        messages = [{"role": Role.USER.value, "content": prompt}]
+        return self._chat.reply(model, messages, SamplingParams(max_tokens=max_tokens), meter)
+
+    def keep(self, model: str, prompt: str, reply: str, stats: ReplyStats) -> Call:
+        """Keep the exchange in the chat history, as a conversation of its own."""
+        messages = [
+            NewMessage(role=Role.USER, content=prompt),
+            NewMessage(role=Role.ASSISTANT, content=reply, stats=stats),
+        ]
+        new = NewConversation(model=model, messages=messages)
+        return self._bridge.call("keep the first chat", lambda c: c.create_chat(new))
+
+    def finish(self, model: str | None) -> Call:
+        """Mark the guide done; `model` becomes the active model unless one is set."""
+
+        def change(settings: Settings) -> Settings:
+            chat = settings.chat
+            if model is not None and chat.active_model is None:
+                chat = chat.model_copy(update={"active_model": model})
+            ui = settings.ui.model_copy(update={"first_run_done": True})
+            return settings.model_copy(update={"ui": ui, "chat": chat})
+
+        return patch_settings(self._bridge, "finish the first-run guide", change)

@@ -1,0 +1,111 @@
+"""The starter's download in the guide: one row per file, live, with Pause, Resume and Cancel.
+
+The queue is the daemon's: the download goes on if the guide is closed, and the Models page
+shows it too. Rows repaint from the latest queue view on a timer, not per event.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, DownloadState
+from roundhouse.api.starters import StarterOption
+from roundhouse.gui.call import Failure, Follow
+from roundhouse.gui.first_run.calls import FirstRunCalls
+from roundhouse.gui.widgets.models_download_row import DownloadRow
+
+REPAINT_MS = 250
+# Ended for good: cancelled, or a file kept aside; paused and failed ones can be resumed.
+_GIVEN_UP = frozenset({DownloadState.CANCELLED, DownloadState.QUARANTINED})
+
+
+class DownloadPanel(QWidget):
+    """Emits `ended(problem)` once the files are done ('') or given up (why, in words)."""
+
+    ended = Signal(str)
+
+    def __init__(self, calls: FirstRunCalls, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._calls = calls
+        self.ids: set[str] = set()
+        self.rows: dict[str, DownloadRow] = {}
+        self.latest: dict[str, AnyDownloadItem] = {}
+        self._follow: Follow | None = None
+        self.running = False
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._repaint = QTimer(self)
+        self._repaint.setInterval(REPAINT_MS)
+        self._repaint.timeout.connect(self._paint)
+        self.hide()
+
+    def start(self, option: StarterOption) -> None:
+        """Queue the option's files in the daemon and follow them."""
+        for row in self.rows.values():
+            row.deleteLater()
+        self.rows, self.latest, self.ids = {}, {}, set()
+        self.running = True
+        call = self._calls.download(option)
+        call.succeeded.connect(self._on_queued)
+        call.failed.connect(lambda failure: self._end(str(failure)))
+
+    def stop_following(self) -> None:
+        if self._follow is not None:
+            self._follow.cancel()
+        self._repaint.stop()
+
+    def _on_queued(self, ids: set[str]) -> None:
+        if not ids:
+            self._end("")  # already complete: the library has it
+            return
+        self.ids = ids
+        self.show()
+        self._follow = follow = self._calls.queue()
+        follow.received.connect(self._on_queue)
+        follow.failed.connect(lambda failure: self._end(f"Lost track of it: {failure}"))
+        self._repaint.start()
+
+    def _on_queue(self, view: DownloadQueueView) -> None:
+        for item in [*view.items, *view.ollama]:
+            if item.id in self.ids:
+                self.latest[item.id] = item
+        if len(self.latest) < len(self.ids):
+            return
+        states = {i.state for i in self.latest.values()}
+        if states == {DownloadState.DONE}:
+            self._end("")
+        elif states & _GIVEN_UP:
+            given_up = next(i for i in self.latest.values() if i.state in _GIVEN_UP)
+            self._end(given_up.error or f"It was {given_up.state.value}.")
+
+    def _paint(self) -> None:
+        for item_id, item in self.latest.items():
+            row = self.rows.get(item_id)
+            if row is None:
+                row = self.rows[item_id] = DownloadRow(item)
+                row.action_requested.connect(self._on_action)
+                self._layout.addWidget(row)
+            else:
+                row.show_item(item)
+
+    def _on_action(self, item_id: str, action: str) -> None:
+        row = self.rows.get(item_id)
+        if row is not None:
+            row.set_busy(True)
+        call = self._calls.act(item_id, action)
+        call.finished.connect(lambda: row.set_busy(False) if row is not None else None)
+        call.failed.connect(self._on_action_failed)
+
+    def _on_action_failed(self, failure: Failure) -> None:
+        for row in self.rows.values():
+            row.error_label.setText(str(failure))
+            row.error_label.show()
+
+    def _end(self, problem: str) -> None:
+        if not self.running:
+            return
+        self.running = False
+        self._paint()
+        self.stop_following()
+        self.ended.emit(problem)

@@ -1,0 +1,201 @@
+"""Step 3: a starter model chosen to fit this machine, downloaded with progress if need be."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+)
+
+from roundhouse.api.starters import StarterList, StarterOption
+from roundhouse.base.units import format_bytes
+from roundhouse.gui.call import Failure
+from roundhouse.gui.first_run.download_panel import DownloadPanel
+from roundhouse.gui.first_run.state import GuideState, StepPage
+from roundhouse.gui.first_run.words import download_words, fit_text, shown_options, state_text
+
+COLUMNS = ("Model", "Size", "On this machine", "State")
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+class ModelStep(StepPage):
+    def __init__(self, state: GuideState) -> None:
+        super().__init__(
+            state,
+            "A starter model",
+            "A small model that suits this machine: the largest that fits comfortably is "
+            "chosen. Sizes come from Hugging Face, or from Roundhouse's list when offline.",
+        )
+        self.table = QTreeWidget()
+        self.table.setHeaderLabels(COLUMNS)
+        self.table.setRootIsDecorated(False)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.setMinimumHeight(150)
+        self.table.itemSelectionChanged.connect(self._on_selection_changed)
+        self.reason = QLabel()
+        self.reason.setWordWrap(True)
+        self.about = QLabel()
+        self.about.setObjectName("hint")
+        self.about.setWordWrap(True)
+        self.download_button = QPushButton("Download")
+        self.download_button.clicked.connect(self.download)
+        row = QHBoxLayout()
+        row.addWidget(self.about, 1)
+        row.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.panel = DownloadPanel(state.calls)
+        self.panel.ended.connect(self._on_download_ended)
+        self.body.addWidget(self.table, 1)
+        self.body.addWidget(self.reason)
+        self.body.addLayout(row)
+        self.body.addWidget(self.panel)
+        self.starters: StarterList | None = None
+        self._loading_for: str | None = None
+
+    # -- the list ---------------------------------------------------------------------------
+
+    def initializePage(self) -> None:
+        engine = self.state.engine
+        if engine is None:
+            return
+        if self.starters is not None and self.starters.engine == engine.engine:
+            return
+        self.load(offline=False)
+
+    def load(self, *, offline: bool) -> None:
+        engine = self.state.engine
+        assert engine is not None
+        self._loading_for = engine.engine.value
+        self.say("Sizing the starter models for this machine…" if not offline else "Looking…")
+        self.download_button.setEnabled(False)
+        call = self.state.calls.starters(engine.engine.value, offline=offline)
+        call.succeeded.connect(self._on_downloaded_listed if offline else self.show_starters)
+        call.failed.connect(self._on_starters_failed)
+        self.completeChanged.emit()
+
+    def show_starters(self, starters: StarterList) -> None:
+        self._loading_for = None
+        self.starters = starters
+        offline = "" if starters.online else f"Offline: {starters.offline_reason} "
+        self.say(f"{offline}Choose a model; the recommended one is selected.")
+        self.reason.setText(starters.reason)
+        keep = self.state.option.id if self.state.option else starters.recommended
+        self.table.clear()
+        for option in shown_options(starters):
+            texts = [
+                option.title,
+                format_bytes(option.size_bytes),
+                fit_text(option),
+                state_text(option, starters.online),
+            ]
+            item = QTreeWidgetItem(texts)
+            item.setData(0, ID_ROLE, option.id)
+            item.setToolTip(0, option.note or option.title)
+            item.setToolTip(2, option.fit)
+            self.table.addTopLevelItem(item)
+            if option.id == keep:
+                item.setSelected(True)
+                self.table.setCurrentItem(item)
+        for column in range(1, len(COLUMNS)):
+            self.table.resizeColumnToContents(column)
+        self._on_selection_changed()
+
+    def select(self, option_id: str) -> bool:
+        for index in range(self.table.topLevelItemCount()):
+            item = self.table.topLevelItem(index)
+            if item.data(0, ID_ROLE) == option_id:
+                self.table.setCurrentItem(item)
+                item.setSelected(True)
+                return True
+        return False
+
+    def shown_ids(self) -> list[str]:
+        return [
+            str(self.table.topLevelItem(i).data(0, ID_ROLE))
+            for i in range(self.table.topLevelItemCount())
+        ]
+
+    def selected(self) -> StarterOption | None:
+        items = self.table.selectedItems()
+        if not items or self.starters is None:
+            return None
+        wanted = items[0].data(0, ID_ROLE)
+        return next((o for o in self.starters.options if o.id == wanted), None)
+
+    def isComplete(self) -> bool:
+        option = self.state.option
+        return (
+            option is not None
+            and option.downloaded
+            and option.model is not None
+            and not self.panel.running
+            and self._loading_for is None
+        )
+
+    def retry(self) -> None:
+        self.clear_problem()
+        self.load(offline=False)
+
+    # -- the download -----------------------------------------------------------------------
+
+    def download(self) -> None:
+        option = self.selected()
+        if option is None or option.downloaded or self.panel.running:
+            return
+        self.clear_problem()
+        self.download_button.setEnabled(False)
+        self.table.setEnabled(False)
+        self.say(f"Downloading {option.title}…")
+        self.panel.start(option)
+        self.completeChanged.emit()
+
+    def _on_download_ended(self, problem: str) -> None:
+        self.table.setEnabled(True)
+        if problem:
+            self.say("")
+            self.show_problem("The download did not finish", problem)
+            self._on_selection_changed()
+            return
+        # The library lists it now: ask again (without the Hub) for where it is.
+        self.load(offline=True)
+
+    def _on_downloaded_listed(self, listed: StarterList) -> None:
+        """After a download: the same list, with what the library now has marked so."""
+        before = self.starters
+        if before is None or not before.online:
+            self.show_starters(listed)
+            return
+        now = {o.id: o for o in listed.options if o.downloaded}
+        options = [now.get(o.id, o) for o in before.options]
+        self.show_starters(before.model_copy(update={"options": options}))
+
+    def _on_starters_failed(self, failure: Failure) -> None:
+        self._loading_for = None
+        self.say("")
+        self.show_problem("Could not list the starter models", failure)
+
+    def _on_selection_changed(self) -> None:
+        option = self.selected()
+        self.state.option = option
+        if self.state.served is not None and (
+            option is None or self.state.served.instance.model != option.model
+        ):
+            self.state.served = None
+        online = self.starters.online if self.starters else False
+        self.about.setText(download_words(option) if option else "")
+        can_download = (
+            option is not None
+            and not option.downloaded
+            and option.problem is None
+            and online
+            and not self.panel.running
+        )
+        self.download_button.setEnabled(can_download)
+        self.download_button.setVisible(option is None or not option.downloaded)
+        self.completeChanged.emit()
