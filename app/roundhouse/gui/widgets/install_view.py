@@ -75,6 +75,7 @@ class InstallView(QWidget):
         self.job: InstallJob | None = None
         self._follow: Follow | None = None
         self._start_call: Call | None = None
+        self._ended_id: str | None = None
         self._cancel_call: Call | None = None
         self.stage = QLabel()
         self.stage.setWordWrap(True)
@@ -131,6 +132,10 @@ class InstallView(QWidget):
         """An install was asked for or is followed, and has not ended."""
         if self._start_call is not None:
             return True
+        if self.job is not None and self.job.state != JobState.RUNNING:
+            # Ended as soon as the daemon says so, not when its stream closes a moment later:
+            # the user may try again at once.
+            return False
         return self._follow is not None and not self._follow.done
 
     def install(self, request: InstallRequest) -> None:
@@ -243,6 +248,7 @@ class InstallView(QWidget):
         if job.state != JobState.RUNNING:
             self._repaint.stop()
             self._paint()
+            self._emit_ended(job)
         elif not self._repaint.isActive():
             self._repaint.start()
 
@@ -253,7 +259,13 @@ class InstallView(QWidget):
         self._repaint.stop()
         self._paint()
         if self.job is not None and self.job.state != JobState.RUNNING:
-            self.ended.emit(self.job)
+            self._emit_ended(self.job)
+
+    def _emit_ended(self, job: InstallJob) -> None:
+        # Once per job: its last event and the end of its stream both say it ended.
+        if self._ended_id != job.id:
+            self._ended_id = job.id
+            self.ended.emit(job)
 
     def _on_start_failed(self, failure: Failure) -> None:
         self._start_call = None
