@@ -1,9 +1,13 @@
-"""HTTP/1.1 plumbing shared by the stand-in engines: plain replies and chunked streams."""
+"""HTTP/1.1 plumbing shared by the stand-ins: plain replies, chunked streams, and a server
+in a thread that logs what it was asked."""
 
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 
 
 class StandinHandler(BaseHTTPRequestHandler):
@@ -36,3 +40,46 @@ class StandinHandler(BaseHTTPRequestHandler):
     def end_stream(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+@dataclass
+class Logged:
+    """One request a stand-in received: tests assert what was sent, or that nothing was."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+
+
+class ThreadedStandin:
+    """A stand-in served from a thread on 127.0.0.1 for the length of a `with` block, with a
+    log of its requests. Subclasses call `_serve(handler)` once they are set up."""
+
+    log: list[Logged]
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,))
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def record(self, entry: Logged) -> None:
+        with self._lock:
+            self.log.append(entry)
+
+    def requests(self) -> list[Logged]:
+        with self._lock:
+            return list(self.log)

@@ -8,24 +8,15 @@ sent nothing at all while the setting is off.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 
-from tests.fakes.http_plumbing import StandinHandler
+from tests.fakes.http_plumbing import Logged, StandinHandler, ThreadedStandin
 
 PACKAGE = "roundhouse"
 
 
 @dataclass
-class Logged:
-    method: str
-    path: str
-    headers: dict[str, str]
-
-
-@dataclass
-class PypiStandin:
+class PypiStandin(ThreadedStandin):
     """`with PypiStandin("9.9.9") as pypi:` serves on 127.0.0.1; `pypi.url` is the JSON page."""
 
     latest: str = "9.9.9"
@@ -35,31 +26,11 @@ class PypiStandin:
     log: list[Logged] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,))
+        self._serve(_make_handler(self))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/pypi/{PACKAGE}/json"
-
-    def requests(self) -> list[Logged]:
-        with self._lock:
-            return list(self.log)
-
-    def __enter__(self) -> PypiStandin:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def record(self, entry: Logged) -> None:
-        with self._lock:
-            self.log.append(entry)
+        return f"http://127.0.0.1:{self.port}/pypi/{PACKAGE}/json"
 
     def page(self) -> dict[str, object]:
         files = [{"filename": f"{PACKAGE}-{self.latest}-py3-none-any.whl", "yanked": False}]

@@ -11,25 +11,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
-from tests.fakes.http_plumbing import StandinHandler
+from tests.fakes.http_plumbing import Logged, StandinHandler, ThreadedStandin
 from tests.fakes.releases import archives
 
 API_PREFIX = "/repos/ggml-org/llama.cpp/releases"
 CHUNK = 16 * 1024
-
-
-@dataclass
-class Logged:
-    method: str
-    path: str
-    headers: dict[str, str]
 
 
 @dataclass
@@ -69,7 +60,7 @@ def default_releases() -> list[FakeRelease]:
     return out
 
 
-class ReleaseServer:
+class ReleaseServer(ThreadedStandin):
     """`with ReleaseServer() as server:` serves on 127.0.0.1; `server.releases_url` is the
     base URL to give the installer."""
 
@@ -77,31 +68,15 @@ class ReleaseServer:
         self.releases = releases if releases is not None else default_releases()
         self.modes = Modes()
         self.log: list[Logged] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,))
+        self._serve(_make_handler(self))
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def releases_url(self) -> str:
         return self.base_url + API_PREFIX
-
-    def __enter__(self) -> ReleaseServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def record(self, entry: Logged) -> None:
-        with self._lock:
-            self.log.append(entry)
 
     def downloads(self, name: str) -> list[Logged]:
         """Requests that fetched the asset's bytes (after the redirect)."""
