@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 
 class ResourcesNotFoundError(RuntimeError):
@@ -34,3 +35,18 @@ def resources_dir() -> Path:
 def resource_path(*parts: str) -> Path:
     """A file inside the resources folder."""
     return resources_dir().joinpath(*parts)
+
+
+def read_toml(path: Path, what: str, error: type[Exception]) -> dict[str, Any]:
+    """A data file's TOML; raises `error` with a message naming `what` and the file when it
+    cannot be read or is not TOML."""
+    # Imported here: the window's first paint reads icons from this module, not TOML.
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise error(f"Cannot read the {what} {path}: {exc.strerror}.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"The {what} {path} is not valid TOML: {exc}.") from exc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from roundhouse.api.engines import (
     LaunchStyle,
     Platform,
 )
-from roundhouse.base.resources import resource_path
+from roundhouse.base.resources import read_toml, resource_path
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.hardware.host import normalize_arch
 
@@ -36,13 +35,7 @@ def catalog_file() -> Path:
 def load_catalog(path: Path | None = None) -> EngineCatalog:
     """The catalog at `path` (default: the bundled one); raises CatalogError when malformed."""
     path = path or catalog_file()
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise CatalogError(f"Cannot read the engine catalog {path}: {exc.strerror}.") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"The engine catalog {path} is not valid TOML: {exc}.") from exc
+    data = read_toml(path, "engine catalog", CatalogError)
     entries = data.get("engine")
     if not isinstance(entries, list) or not entries:
         raise CatalogError(f"The engine catalog {path} has no [[engine]] tables.")

@@ -8,7 +8,6 @@ estimate built from the entry's config numbers (the offline path).
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -17,7 +16,7 @@ from pydantic import ValidationError
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.starters import EngineCostSpec, StarterCatalog, StarterSpec
-from roundhouse.base.resources import resource_path
+from roundhouse.base.resources import read_toml, resource_path
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.models.hf_config import shape_from_hf_config
 from roundhouse.core.models.shape import ModelShape, WeightFormat
@@ -53,13 +52,7 @@ def catalog_file() -> Path:
 def load_starters(path: Path | None = None) -> StarterCatalog:
     """The catalog at `path` (default: the bundled one), starters in the file's order."""
     path = path or catalog_file()
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise StarterCatalogError(f"Cannot read the starter catalog {path}: {exc}.") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise StarterCatalogError(f"The starter catalog {path} is not valid TOML: {exc}.") from exc
+    data = read_toml(path, "starter catalog", StarterCatalogError)
     try:
         catalog = StarterCatalog.model_validate(data)
     except ValidationError as exc:
