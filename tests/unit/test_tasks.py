@@ -1,4 +1,5 @@
-"""cancel_and_wait: the task ends, and the waiter's own cancellation is never swallowed."""
+"""cancel_and_wait: the task ends, and the waiter's own cancellation is never swallowed;
+run_every: a fixed grid that slow steps do not drift."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 
 import pytest
 
-from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.base.tasks import cancel_and_wait, run_every
 
 
 async def _stubborn(started: asyncio.Event, release: asyncio.Event) -> None:
@@ -119,3 +120,29 @@ def test_a_task_that_never_ends_is_left_behind_after_the_grace(
         await asyncio.wait({task})
 
     asyncio.run(scenario())
+
+
+def test_run_every_keeps_a_fixed_grid_and_restarts_it_after_an_overrun() -> None:
+    async def scenario() -> list[float]:
+        loop = asyncio.get_running_loop()
+        starts: list[float] = []
+
+        async def step() -> None:
+            starts.append(loop.time())
+            # Each step takes part of its slot; the third overruns it.
+            await asyncio.sleep(0.4 if len(starts) == 3 else 0.15)
+            if len(starts) == 5:
+                raise asyncio.CancelledError
+
+        with contextlib.suppress(asyncio.CancelledError):
+            await run_every(0.3, step)
+        return [t - starts[0] for t in starts]
+
+    offsets = asyncio.run(scenario())
+    # On the grid, the step's own time not added (a loop that slept after each step would
+    # give 0.45 s apart); the margins are a loaded machine's late wake-ups.
+    assert 0.3 <= offsets[1] < 0.4
+    assert 0.6 <= offsets[2] < 0.7
+    # The overrun (0.6 + 0.4) starts the next at once, and the grid again from there.
+    assert 1.0 <= offsets[3] < 1.1
+    assert 0.3 <= offsets[4] - offsets[3] < 0.4

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -42,3 +43,18 @@ async def cancel_and_wait(
     error = task.exception()
     if error is not None and reraise:
         raise error
+
+
+async def run_every(interval_s: float, step: Callable[[], Awaitable[object]]) -> None:
+    """Await `step` every `interval_s` seconds until cancelled, on a fixed grid so slow
+    steps do not drift the rate; a step that overruns its slot starts the grid again."""
+    loop = asyncio.get_running_loop()
+    next_tick = loop.time()
+    while True:
+        await step()
+        next_tick += interval_s
+        delay = next_tick - loop.time()
+        if delay < 0:
+            next_tick = loop.time()
+            delay = 0
+        await asyncio.sleep(delay)

@@ -12,7 +12,7 @@ import psutil
 
 from roundhouse.api.hardware import GpuSample, HardwareSample, SampleHistory
 from roundhouse.base.fanout import Fanout
-from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.base.tasks import cancel_and_wait, run_every
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +99,4 @@ class Sampler:
             self._task = None
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_tick = loop.time()
-        while True:
-            await self.sample_once()
-            # Schedule against a fixed grid so slow readings do not drift the rate.
-            next_tick += self.interval_s
-            delay = next_tick - loop.time()
-            if delay < 0:
-                next_tick = loop.time()
-                delay = 0
-            await asyncio.sleep(delay)
+        await run_every(self.interval_s, self.sample_once)

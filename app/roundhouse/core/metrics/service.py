@@ -13,7 +13,7 @@ from roundhouse.api.hardware import GpuVendor, HardwareInventory
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.metrics import SERIES, InstanceSeries, MetricsHistory, MetricsSnapshot
 from roundhouse.base.fanout import Fanout
-from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.base.tasks import cancel_and_wait, run_every
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.metrics.engine_figures import EngineFigures, Scrape
 from roundhouse.core.metrics.ollama_figures import scrape_ollama
@@ -214,16 +214,10 @@ class MetricsService:
             await cancel_and_wait(self._inventory_task, reraise=False)
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        next_tick = loop.time()
-        while True:
-            try:
-                await self.tick()
-            except Exception:  # the tick must go on; a bug shows in the log
-                log.exception("Sampling metrics failed")
-            next_tick += self.interval_s
-            delay = next_tick - loop.time()
-            if delay < 0:
-                next_tick = loop.time()
-                delay = 0
-            await asyncio.sleep(delay)
+        await run_every(self.interval_s, self._tick_logged)
+
+    async def _tick_logged(self) -> None:
+        try:
+            await self.tick()
+        except Exception:  # the tick must go on; a bug shows in the log
+            log.exception("Sampling metrics failed")
