@@ -1,6 +1,6 @@
 """What the daemon refuses when settings are saved (a models folder that does not exist or
-cannot be written, a library folder that is not there, a control port another program
-holds), what it honours (the models folder and library folders in the library's places), and
+cannot be written, a library folder that is not there, a control or gateway port another
+program holds), what it honours (the models folder and library folders in the library's places), and
 the free space it reports for a folder. Through a real daemon, the client and the CLI."""
 
 from __future__ import annotations
@@ -90,6 +90,24 @@ def test_folders_and_ports_are_refused_in_words(
             daemon = current.daemon.model_copy(update={"port": own})
             saved = await client.put_settings(current.model_copy(update={"daemon": daemon}))
             assert saved.daemon.port == own
+            # The gateway's second address: not another program's port, nor the daemon's.
+            with socket.socket() as holder:
+                holder.bind(("127.0.0.1", 0))
+                holder.listen(1)
+                taken = holder.getsockname()[1]
+                said = await refusal(
+                    client, {"gateway.listen_host": "127.0.0.1", "gateway.listen_port": taken}
+                )
+            assert f"gateway.listen_port: Port {taken} on 127.0.0.1 is already taken" in said
+            said = await refusal(
+                client, {"gateway.listen_host": "127.0.0.1", "gateway.listen_port": own}
+            )
+            assert "is the daemon's own port" in said and "Pick another port" in said
+            said = await refusal(
+                client, {"gateway.listen_host": "192.0.2.1", "gateway.listen_port": free_port()}
+            )
+            assert "nothing can listen on 192.0.2.1" in said and "gateway.listen_host" in said
+            assert (await client.settings()).gateway.listen_host is None
 
     asyncio.run(scenario())
     root = quiet_daemon.home.root or Path()

@@ -5,6 +5,7 @@ address refused without a key, in words."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +59,19 @@ def test_gateway_settings_key_and_listeners(
         assert f"{keyed_daemon.url}/v1 (no key)" in section.listeners_text()
         assert not section.clear_button.isEnabled() and section.generate_button.isEnabled()
         assert section.new_key.isHidden()
+
+        # A port another program holds is refused on save, in words, and nothing is saved.
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", 0))
+            holder.listen(1)
+            taken = holder.getsockname()[1]
+            section.listen_host.setText("127.0.0.1")
+            section.listen_port.setValue(taken)
+            page.save_button.click()
+            await wait_until(lambda: bool(page.error_text()), 10, "the refusal")
+        assert f"Port {taken} on 127.0.0.1 is already taken" in page.error_text()
+        async with DaemonClient(keyed_daemon.url, keyed_daemon.token) as client:
+            assert (await client.settings()).gateway.listen_host is None
 
         # The settings are saved with the page; the second address starts listening.
         port = free_port()

@@ -71,6 +71,7 @@ def check_new_settings(settings: Settings, current: Settings | None = None) -> N
     daemon = settings.daemon
     if daemon.port and (current is None or daemon.port != current.daemon.port):
         _check_port_free("daemon.port", daemon.host, daemon.port)
+    _check_gateway_listener(settings, current)
     for python in settings.engines.python_paths:
         path = Path(python).expanduser()
         if not path.is_file() or not os.access(path, os.X_OK):
@@ -119,7 +120,30 @@ def _existing_folder(setting: str, value: str) -> Path:
     return folder
 
 
-def _check_port_free(setting: str, host: str, port: int) -> None:
+def _check_gateway_listener(settings: Settings, current: Settings | None) -> None:
+    """The second gateway address: not the daemon's own port, and not another program's."""
+    gateway = settings.gateway
+    host = (gateway.listen_host or "").strip()
+    if not host:
+        return
+    if gateway.listen_port == settings.daemon.port:
+        raise InvalidInputError(
+            f"gateway.listen_port: {gateway.listen_port} is the daemon's own port "
+            "(daemon.port). Pick another port for the gateway, e.g. 11501."
+        )
+    before = current.gateway if current is not None else None
+    if before is not None and ((before.listen_host or "").strip(), before.listen_port) == (
+        host,
+        gateway.listen_port,
+    ):
+        return  # unchanged: a port problem of old must not block saving anything else
+    # This daemon's own gateway listener counts as free: it moves when the settings apply.
+    _check_port_free(
+        "gateway.listen_port", host, gateway.listen_port, host_setting="gateway.listen_host"
+    )
+
+
+def _check_port_free(setting: str, host: str, port: int, host_setting: str = "daemon.host") -> None:
     """Refuse a port another program listens on (named when the OS says which)."""
     try:
         bind_listener(host, port).close()
@@ -131,5 +155,5 @@ def _check_port_free(setting: str, host: str, port: int) -> None:
     except OSError as exc:
         raise InvalidInputError(
             f"{setting}: nothing can listen on {host}:{port} ({exc.strerror or exc}). Check "
-            "daemon.host, or pick another port."
+            f"{host_setting}, or pick another port."
         ) from exc
