@@ -108,3 +108,35 @@ class Follow(QObject):
         self.done = True
         signal.emit(*args)
         self.finished.emit()
+
+
+class CallSlot:
+    """One call at a time for a section: its buttons wait while the call runs.
+
+    `on_change` runs when a call begins and when it has ended, after its own handlers, so a
+    section re-reads `busy` there to enable its buttons again.
+    """
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self._on_change = on_change
+        self._call: Call | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._call is not None
+
+    def run(
+        self,
+        call: Call,
+        on_success: Callable[[Any], None],
+        on_failure: Callable[[Failure], None],
+    ) -> None:
+        self._call = call
+        call.succeeded.connect(on_success)
+        call.failed.connect(on_failure)
+        call.finished.connect(self._on_finished)
+        self._on_change()
+
+    def _on_finished(self) -> None:
+        self._call = None
+        self._on_change()

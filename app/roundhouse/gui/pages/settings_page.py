@@ -15,7 +15,7 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from roundhouse.api.settings import Settings, UiSettings
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import CallSlot, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.settings_patch import patch_settings
 from roundhouse.gui.widgets.desktop_settings import DesktopSettingsSection
@@ -36,7 +36,7 @@ class SettingsPage(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self.settings: Settings | None = None
-        self._call: Call | None = None
+        self._slot = CallSlot(self._update_actions)
         heading = QLabel(self.title)
         heading.setObjectName("pageTitle")
 
@@ -131,22 +131,23 @@ class SettingsPage(QWidget):
     # -- talking to the daemon ----------------------------------------------------------
 
     def reload(self) -> None:
-        if self._call is not None:
+        if self._slot.busy:
             return
         self._begin("Reading the settings…")
-        self._call = call = self._bridge.settings.get()
-        call.succeeded.connect(self._on_get_succeeded)
-        call.failed.connect(lambda failure: self._fail("The settings were not read", failure))
-        call.finished.connect(self._on_call_finished)
+        self._slot.run(
+            self._bridge.settings.get(),
+            self._on_get_succeeded,
+            lambda failure: self._fail("The settings were not read", failure),
+        )
 
     def save(self) -> None:
-        if self.settings is None or self._call is not None:
+        if self.settings is None or self._slot.busy:
             return
         before = self.settings
         # Onto the settings as they are now, not as this page read them: the tray or the
         # quick chat may have changed the active model in between.
         self._begin("Saving…")
-        self._call = call = patch_settings(self._bridge, "save the settings", self.form)
+        call = patch_settings(self._bridge, "save the settings", self.form)
 
         def saved(result: Settings) -> None:
             self.show_settings(result)
@@ -159,9 +160,9 @@ class SettingsPage(QWidget):
                 notes.append(AT_NEXT_START)
             self.message.setText(("Saved; " + "; ".join(notes) + ".") if notes else "Saved.")
 
-        call.succeeded.connect(saved)
-        call.failed.connect(lambda failure: self._fail("The daemon did not save them", failure))
-        call.finished.connect(self._on_call_finished)
+        self._slot.run(
+            call, saved, lambda failure: self._fail("The daemon did not save them", failure)
+        )
 
     def error_text(self) -> str:
         return self.error.text() if not self.error.isHidden() else ""
@@ -173,16 +174,11 @@ class SettingsPage(QWidget):
     def _begin(self, text: str) -> None:
         self.error.hide()
         self.message.setText(text)
-        self._update_actions()
 
     def _fail(self, what: str, failure: Failure) -> None:
         self.message.setText("")
         self.error.setText(f"{what}: {failure}")
         self.error.show()
-
-    def _on_call_finished(self) -> None:
-        self._call = None
-        self._update_actions()
 
     # -- following the form and the daemon ----------------------------------------------
 
@@ -191,7 +187,7 @@ class SettingsPage(QWidget):
 
     def _update_actions(self) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
-        idle = connected and self._call is None
+        idle = connected and not self._slot.busy
         self.save_button.setEnabled(idle and self.changed())
         self.revert_button.setEnabled(idle)
         for section in (self.gateway, self.hub_token, self.updates):

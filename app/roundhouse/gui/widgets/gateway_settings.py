@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.gateway import GatewayKey, GatewayStatus
 from roundhouse.api.settings import GatewaySettings
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Call, CallSlot, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 
@@ -85,7 +85,7 @@ class GatewaySettingsSection(QGroupBox):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Gateway", parent)
         self._calls = GatewayKeyCalls(bridge)
-        self._busy: Call | None = None
+        self._slot = CallSlot(self._update_buttons)
         self.status: GatewayStatus | None = None
         self.confirm_box: QMessageBox | None = None
         self._connected = False
@@ -293,24 +293,16 @@ class GatewaySettingsSection(QGroupBox):
 
     def _run(self, call: Call, on_success: Any, what: str) -> None:
         self.error.hide()
-        self._busy = call
-        call.succeeded.connect(on_success)
-        call.failed.connect(lambda failure: self._fail(what, failure))
-        call.finished.connect(self._on_call_finished)
-        self._update_buttons()
+        self._slot.run(call, on_success, lambda failure: self._fail(what, failure))
 
     def _fail(self, what: str, failure: Failure) -> None:
         self.error.setText(f"{what}: {failure}")
         self.error.show()
 
-    def _on_call_finished(self) -> None:
-        self._busy = None
-        self._update_buttons()
-
     def _on_confirm_closed(self) -> None:
         self.confirm_box = None
 
     def _update_buttons(self) -> None:
-        idle = self._connected and self._busy is None
+        idle = self._connected and not self._slot.busy
         self.generate_button.setEnabled(idle)
         self.clear_button.setEnabled(idle and self.status is not None and self.status.key_set)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.api.hub import HubTokenSource, HubTokenStatus
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Call, CallSlot, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.models_calls import ModelsCalls
@@ -40,7 +40,7 @@ class HubTokenSection(QGroupBox):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Hugging Face", parent)
         self._calls = ModelsCalls(bridge)
-        self._busy: Call | None = None
+        self._slot = CallSlot(self._update_buttons)
         self._connected = False
         self.status: HubTokenStatus | None = None
         self.confirm_box: QMessageBox | None = None
@@ -84,7 +84,7 @@ class HubTokenSection(QGroupBox):
 
     def save_token(self) -> None:
         token = self.token_edit.text().strip()
-        if not token or self._busy is not None:
+        if not token or self._slot.busy:
             return
         self._run(self._calls.set_token(token), "The token was not saved")
         self.state.setText("Checking the token with Hugging Face…")
@@ -120,11 +120,7 @@ class HubTokenSection(QGroupBox):
 
     def _run(self, call: Call, what: str) -> None:
         self.error.hide()
-        self._busy = call
-        call.succeeded.connect(self.show_status)
-        call.failed.connect(lambda failure: self._fail(what, failure))
-        call.finished.connect(self._on_call_finished)
-        self._update_buttons()
+        self._slot.run(call, self.show_status, lambda failure: self._fail(what, failure))
 
     def _fail(self, what: str, failure: Failure) -> None:
         # A refused token stays typed, beside the reason.
@@ -132,17 +128,13 @@ class HubTokenSection(QGroupBox):
         self.error.setText(f"<b>{html.escape(what)}</b>: {html.escape(str(failure))}")
         self.error.show()
 
-    def _on_call_finished(self) -> None:
-        self._busy = None
-        self._update_buttons()
-
     def _on_confirm_closed(self) -> None:
         self.confirm_box = None
 
     def _update_buttons(self) -> None:
-        idle = self._connected and self._busy is None
+        idle = self._connected and not self._slot.busy
         self.save_button.setEnabled(idle and bool(self.token_edit.text().strip()))
         # A token from HF_TOKEN or `hf auth login` is not Roundhouse's to forget.
         stored = self.status is not None and self.status.source == HubTokenSource.KEYRING
         self.forget_button.setEnabled(idle and stored)
-        self.token_edit.setEnabled(self._busy is None)
+        self.token_edit.setEnabled(not self._slot.busy)

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.settings import UiSettings
 from roundhouse.api.updates import UpdateStatus
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Call, CallSlot, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.settings_path_list import hint
 
@@ -66,7 +66,7 @@ class UpdatesSection(QGroupBox):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Updates", parent)
         self._calls = UpdateCalls(bridge)
-        self._busy: Call | None = None
+        self._slot = CallSlot(self._update_buttons)
         self._connected = False
         self.status: UpdateStatus | None = None
         self.check_daily = QCheckBox("Check for a newer Roundhouse once a day")
@@ -99,7 +99,7 @@ class UpdatesSection(QGroupBox):
         self._run(self._calls.status(), "The update check's result was not read")
 
     def check_now(self) -> None:
-        if self._busy is None:
+        if not self._slot.busy:
             self._run(self._calls.check(), "The update check did not run")
             self.result.setText("Asking PyPI…")
 
@@ -116,24 +116,16 @@ class UpdatesSection(QGroupBox):
         self._update_buttons()
 
     def _run(self, call: Call, what: str) -> None:
-        self._busy = call
-        call.succeeded.connect(self.show_status)
-        call.failed.connect(lambda failure: self._fail(what, failure))
-        call.finished.connect(self._on_call_finished)
-        self._update_buttons()
+        self._slot.run(call, self.show_status, lambda failure: self._fail(what, failure))
 
     def _fail(self, what: str, failure: Failure) -> None:
         self.result.setText(f"{html.escape(what)}: {html.escape(str(failure))}")
-
-    def _on_call_finished(self) -> None:
-        self._busy = None
-        self._update_buttons()
 
     def _on_toggled(self, *_: Any) -> None:
         self.changed.emit()
 
     def _update_buttons(self) -> None:
-        self.check_button.setEnabled(self._connected and self._busy is None)
+        self.check_button.setEnabled(self._connected and not self._slot.busy)
 
 
 class UpdateNotice(QLabel):
