@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 
 from roundhouse.api.engines import EngineId
-from roundhouse.core.engines.attach import (
-    endpoint_base_url,
-    match_cmdline,
-    process_patterns,
-    redact_cmdline,
-)
+from roundhouse.core.engines.attach.cmdline import match_cmdline, process_patterns, redact_cmdline
+from roundhouse.core.engines.attach.endpoint import endpoint_base_url
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.errors import InvalidInputError
 

@@ -1,0 +1,121 @@
+"""Probe a URL the user adds (LM Studio, Jan, LocalAI, a remote machine) as an OpenAI server.
+
+    endpoint = await probe_openai_endpoint("http://127.0.0.1:1234", api_key=key_or_none)
+
+`probe_openai_endpoint` checks the URL with `GET {url}/v1/models` and raises a RoundhouseError
+saying what to do when nothing answers, the key is missing or refused, or the answer is not
+OpenAI's.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import httpx
+
+from roundhouse.api.engines import EngineId
+from roundhouse.api.external import AttachSource, ExternalEngine
+from roundhouse.core.engines.attach.probe import REFUSED, get_or_reason, is_local_host, json_or_none
+from roundhouse.core.errors import InvalidInputError, RoundhouseError
+from roundhouse.core.supervise.readiness import model_ids
+
+
+class EndpointError(RoundhouseError):
+    """The endpoint does not answer, or not as an OpenAI-compatible server does."""
+
+    title = "Endpoint not usable"
+    status = 502
+
+
+class EndpointKeyError(InvalidInputError):
+    """The endpoint wants an API key, or refused the one given."""
+
+    title = "API key needed"
+
+
+def endpoint_base_url(url: str) -> str:
+    """`url` as a base URL: http(s)://host[:port][/path], without a trailing /v1 or slash.
+
+    A bare `host:port` gets http://. Raises InvalidInputError for another scheme, a user
+    name or password in the URL, a query or a fragment.
+    """
+    text = url.strip()
+    if "://" not in text:
+        text = "http://" + text
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https"):
+        raise InvalidInputError(
+            f"{url!r} is not an http:// or https:// URL. Give the server's address, for "
+            "example http://127.0.0.1:1234."
+        )
+    if not parts.hostname:
+        raise InvalidInputError(f"{url!r} has no host. Give one, for example 127.0.0.1:1234.")
+    if parts.username or parts.password:
+        raise InvalidInputError(
+            "Put the API key in its own field, not in the URL: a URL is shown and logged."
+        )
+    if parts.query or parts.fragment:
+        raise InvalidInputError(
+            "The URL has a query or fragment: give the base URL only (a key goes in its own field)."
+        )
+    try:
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError as exc:
+        raise InvalidInputError(f"{url!r} has an invalid port.") from exc
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+async def probe_openai_endpoint(
+    url: str, api_key: str | None = None, *, timeout_s: float = 5.0
+) -> ExternalEngine:
+    """Check an OpenAI-compatible server with `GET {url}/v1/models`; its models, or why not.
+
+    Raises InvalidInputError for a malformed URL, EndpointKeyError when the key is missing
+    or refused (401/403), EndpointError when nothing answers or the answer is not OpenAI's.
+    The key is sent only as `Authorization: Bearer`, never put in the URL or the result.
+    """
+    base = endpoint_base_url(url)
+    host = urlsplit(base).hostname or ""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    # Proxies must never see loopback traffic; a remote endpoint may need the user's proxy.
+    async with httpx.AsyncClient(trust_env=not is_local_host(host), timeout=timeout_s) as http:
+        answer = await get_or_reason(http, f"{base}/v1/models", timeout_s, headers)
+    if isinstance(answer, str):
+        if answer == REFUSED:
+            raise EndpointError(
+                f"Nothing answers at {base}. Start the server there (LM Studio: Developer, "
+                "Start Server; Jan: Local API Server), or check the address and port."
+            )
+        raise EndpointError(
+            f"Cannot reach {base}: {answer}. Check the address; a remote machine may be off "
+            "or behind a firewall."
+        )
+    code = answer.status_code
+    if code in (401, 403):
+        if api_key:
+            raise EndpointKeyError(f"{base} refused the API key ({code}). Check the key.")
+        raise EndpointKeyError(f"{base} needs an API key ({code}). Add the key and try again.")
+    if code == 404:
+        raise EndpointError(
+            f"{base} has no /v1/models: it does not look like an OpenAI-compatible server. "
+            "Give its base URL, for example http://127.0.0.1:1234."
+        )
+    if code != 200:
+        raise EndpointError(f"{base}/v1/models answered {code}: {answer.text[:200].strip()}")
+    body = json_or_none(answer)
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise EndpointError(
+            f"{base}/v1/models did not answer with OpenAI's model list: it does not look "
+            "like an OpenAI-compatible server."
+        )
+    return ExternalEngine(
+        engine=EngineId.OPENAI_COMPATIBLE,
+        base_url=base,
+        found_by=AttachSource.USER_ENDPOINT,
+        healthy=True,
+        status="ready",
+        model_ids=model_ids(body),
+    )

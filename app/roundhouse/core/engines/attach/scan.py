@@ -1,0 +1,130 @@
+"""The process scan: engine processes on this machine and the ports they listen on (blocking)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+import psutil
+
+from roundhouse.api.engines import EngineCatalog, EngineSpec
+from roundhouse.core.engines.attach.cmdline import ProcessPattern, flag_value, match_cmdline
+
+# Ports tried per process: engines listen on one, but workers may add a few internal ones.
+MAX_PORTS_PER_PROCESS = 4
+
+
+@dataclass
+class Candidate:
+    """An engine process the scan found, with where to probe it."""
+
+    pattern: ProcessPattern
+    pid: int
+    name: str
+    cmdline: list[str]
+    ancestors: list[int]
+    # (host to connect to, port), the preferred first.
+    endpoints: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _connect_host(ip: str) -> str:
+    """Where to connect to reach a listener bound to `ip` (0.0.0.0 and :: mean loopback)."""
+    try:
+        addr = ipaddress.ip_address(ip.split("%", 1)[0])
+    except ValueError:
+        return "127.0.0.1"
+    if addr.is_unspecified:
+        return "127.0.0.1" if addr.version == 4 else "::1"
+    return addr.compressed
+
+
+class _ListenTable:
+    """Listening sockets by pid: per process where allowed, else the system table (once)."""
+
+    def __init__(self) -> None:
+        self._system: dict[int, list[tuple[str, int]]] | None = None
+
+    def of(self, proc: psutil.Process) -> list[tuple[str, int]]:
+        # psutil 6 renamed connections() to net_connections(); the project allows 5.9.
+        method = getattr(proc, "net_connections", None) or proc.connections
+        try:
+            conns = method(kind="inet")
+        except (psutil.AccessDenied, psutil.ZombieProcess, PermissionError):
+            return self._system_table().get(proc.pid, [])
+        except psutil.NoSuchProcess:
+            return []
+        return [
+            (c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN and c.laddr
+        ]
+
+    def _system_table(self) -> dict[int, list[tuple[str, int]]]:
+        if self._system is None:
+            self._system = {}
+            try:
+                conns = psutil.net_connections(kind="inet")
+            except (psutil.AccessDenied, PermissionError):
+                conns = []  # macOS without root: only the command line's --port is left
+            for c in conns:
+                if c.status == psutil.CONN_LISTEN and c.laddr and c.pid is not None:
+                    self._system.setdefault(c.pid, []).append((c.laddr.ip, c.laddr.port))
+        return self._system
+
+
+def _endpoints(
+    listening: list[tuple[str, int]], cmdline: Sequence[str], spec: EngineSpec
+) -> list[tuple[str, int]]:
+    """Host and port pairs to probe, best guess first; IPv4 before IPv6 on one port."""
+    flag_port = flag_value(cmdline, "--port")
+    wanted = int(flag_port) if flag_port and flag_port.isdigit() else None
+    if not listening:
+        # Not listening yet (vLLM loads first), or the OS hides its sockets: trust the
+        # command line, else the engine's default port.
+        port = wanted or spec.default_port
+        host = flag_value(cmdline, "--host") or "127.0.0.1"
+        return [(_connect_host(host) if _is_ip(host) else host, port)] if port else []
+    by_port: dict[int, str] = {}
+    for ip, port in sorted(listening, key=lambda pair: ":" in pair[0]):
+        by_port.setdefault(port, _connect_host(ip))
+    order = sorted(by_port, key=lambda p: (p != wanted, p != spec.default_port, p))
+    return [(by_port[p], p) for p in order[:MAX_PORTS_PER_PROCESS]]
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def scan(
+    catalog: EngineCatalog, patterns: Sequence[ProcessPattern], exclude: Collection[int]
+) -> list[Candidate]:
+    """Engine processes outside `exclude` (and not started by one of them), topmost only."""
+    table = _ListenTable()
+    found: list[Candidate] = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if proc.pid == me or proc.pid in exclude:
+                continue
+            name = proc.info.get("name") or ""
+            cmdline = list(proc.info.get("cmdline") or [])
+            # Without the command line (another user's process) only the name is left.
+            pattern = match_cmdline(cmdline or [name], patterns)
+            if pattern is None:
+                continue
+            ancestors = [p.pid for p in proc.parents()]
+            if any(pid in exclude for pid in ancestors):
+                continue
+            candidate = Candidate(pattern, proc.pid, name, cmdline, ancestors)
+            spec = catalog.spec(pattern.engine)
+            candidate.endpoints = _endpoints(table.of(proc), cmdline, spec)
+            found.append(candidate)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    # Forked workers repeat their parent's command line: keep the topmost of each engine.
+    pids = {(c.pattern.engine, c.pid) for c in found}
+    return [c for c in found if not any((c.pattern.engine, a) in pids for a in c.ancestors)]
