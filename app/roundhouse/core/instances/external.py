@@ -1,0 +1,207 @@
+"""Engines Roundhouse did not start: found running on this machine, or endpoints users added."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+
+import psutil
+
+from roundhouse.api.engines import EngineId
+from roundhouse.api.external import AttachSource, ExternalEngine
+from roundhouse.api.instances import (
+    AddEndpointRequest,
+    InstanceInfo,
+    InstanceOrigin,
+    InstanceStatus,
+)
+from roundhouse.core.engines.attach import find_running_engines, probe_openai_endpoint
+from roundhouse.core.errors import ConflictError, RoundhouseError
+from roundhouse.core.instances.endpoints import EndpointStore, SavedEndpoint, endpoint_id
+from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
+from roundhouse.core.instances.manager import terminate_tree
+
+# Finds engines already running that are not ours (the pids given are ours).
+Scanner = Callable[[frozenset[int]], Awaitable[list[ExternalEngine]]]
+# Reads, writes and deletes secrets (the OS keyring); blocking calls.
+SecretGet = Callable[[str], "str | None"]
+SecretSet = Callable[[str, str], None]
+SecretDelete = Callable[[str], bool]
+# An engine we did not start gets this long to stop after SIGTERM.
+EXTERNAL_STOP_GRACE_S = 10.0
+
+
+async def scan_this_machine(ours: frozenset[int]) -> list[ExternalEngine]:
+    return await find_running_engines(exclude_pids=ours)
+
+
+class ExternalInstances:
+    """Lists engines that run without us and the endpoints users added; stops or forgets them."""
+
+    def __init__(
+        self,
+        table: InstanceTable,
+        *,
+        endpoints: EndpointStore | None = None,
+        scanner: Scanner = scan_this_machine,
+        secrets: tuple[SecretGet, SecretSet, SecretDelete] | None = None,
+    ) -> None:
+        self._table = table
+        self._endpoints = endpoints
+        self._scanner = scanner
+        self._secrets = secrets
+        self._scan_lock = asyncio.Lock()
+
+    async def scan(self) -> list[InstanceInfo]:
+        """Look again for engines that run without us, and re-probe added endpoints."""
+        entries = self._table.entries
+        async with self._scan_lock:
+            ours = frozenset(self._table.running_pids())
+            found, endpoints = await asyncio.gather(self._scanner(ours), self._probe_endpoints())
+            for old in [e for e in entries.values() if e.origin == InstanceOrigin.EXTERNAL]:
+                if old.status != InstanceStatus.STOPPING:
+                    entries.pop(old.id, None)
+            # Ours again, now: an instance may have been spawned while the scan ran (a
+            # just-in-time start), and one spawned but not yet recorded is still our child.
+            ours = frozenset(self._table.running_pids())
+            for engine in found:
+                if engine.pid is not None and (engine.pid in ours or _is_our_child(engine.pid)):
+                    continue
+                self._add(engine)
+            for saved, engine in endpoints:
+                self._add(engine, saved)
+        return [
+            self._table.info(e.id) for e in entries.values() if e.origin == InstanceOrigin.EXTERNAL
+        ]
+
+    async def add_endpoint(self, request: AddEndpointRequest) -> InstanceInfo:
+        """Probe an OpenAI-compatible server, remember it (its key in the keyring), list it."""
+        if self._endpoints is None:
+            raise ConflictError("This daemon keeps no endpoints.")
+        engine = await probe_openai_endpoint(request.url, request.api_key)
+        saved = SavedEndpoint(
+            url=engine.base_url,
+            name=request.name or engine.base_url,
+            has_key=bool(request.api_key),
+        )
+        if request.api_key:
+            setter = self._secret_fns()[1]
+            await asyncio.to_thread(setter, saved.secret_name, request.api_key)
+        await asyncio.to_thread(self._endpoints.save, saved)
+        return self._table.info(self._add(engine, saved))
+
+    async def endpoint_key(self, instance_id: str) -> str | None:
+        """The API key of an added endpoint (for the gateway), None when it has none."""
+        entry = self._table.get(instance_id)
+        if self._endpoints is None or entry.found_by != AttachSource.USER_ENDPOINT:
+            return None
+        if not entry.has_key:
+            # No key was given: a machine without a keyring must still reach it.
+            return None
+        getter = self._secret_fns()[0]
+        return await asyncio.to_thread(getter, f"endpoint:{entry.base_url}")
+
+    async def stop(self, entry: InstanceEntry, force: bool) -> None:
+        """Detach an added endpoint; stop an engine found running only with `force`."""
+        if entry.found_by == AttachSource.USER_ENDPOINT:
+            await self._forget_endpoint(entry.base_url)
+            return
+        who = f"pid {entry.pid}" if entry.pid else "an unknown process"
+        if not force:
+            raise ConflictError(
+                f"Roundhouse did not start this {entry.engine.value} ({who} at "
+                f"{entry.base_url}), and other programs may use it. Stop it anyway with "
+                f"`roundhouse engines stop {entry.id} --force`, or confirm in the app."
+            )
+        if entry.pid is None:
+            raise ConflictError(
+                f"The process serving {entry.base_url} is not known (the system hides it), "
+                "so Roundhouse cannot stop it: stop it where it was started."
+            )
+        entry.status = InstanceStatus.STOPPING
+        try:
+            process = psutil.Process(entry.pid)
+        except psutil.NoSuchProcess:
+            return
+        except psutil.AccessDenied as exc:
+            raise ConflictError(
+                f"The system does not let Roundhouse stop pid {entry.pid} (another user's?)."
+            ) from exc
+        await terminate_tree(process, EXTERNAL_STOP_GRACE_S)
+
+    async def _probe_endpoints(self) -> list[tuple[SavedEndpoint, ExternalEngine]]:
+        if self._endpoints is None:
+            return []
+        saved = await asyncio.to_thread(self._endpoints.load)
+
+        async def probe(endpoint: SavedEndpoint) -> tuple[SavedEndpoint, ExternalEngine]:
+            try:
+                key = None
+                if endpoint.has_key:
+                    key = await asyncio.to_thread(self._secret_fns()[0], endpoint.secret_name)
+                return endpoint, await probe_openai_endpoint(endpoint.url, key)
+            except RoundhouseError as exc:
+                down = ExternalEngine(
+                    engine=EngineId.OPENAI_COMPATIBLE,
+                    base_url=endpoint.url,
+                    found_by=AttachSource.USER_ENDPOINT,
+                    healthy=False,
+                    status=exc.detail,
+                )
+                return endpoint, down
+
+        return list(await asyncio.gather(*(probe(e) for e in saved)))
+
+    async def _forget_endpoint(self, url: str) -> None:
+        assert self._endpoints is not None
+        saved = {e.url: e for e in await asyncio.to_thread(self._endpoints.load)}
+        endpoint = saved.get(url)
+        await asyncio.to_thread(self._endpoints.remove, url)
+        if endpoint is not None and endpoint.has_key:
+            with contextlib.suppress(RoundhouseError):
+                await asyncio.to_thread(self._secret_fns()[2], endpoint.secret_name)
+
+    def _secret_fns(self) -> tuple[SecretGet, SecretSet, SecretDelete]:
+        if self._secrets is not None:
+            return self._secrets
+        from roundhouse.core import secrets
+
+        return (secrets.get_secret, secrets.set_secret, secrets.delete_secret)
+
+    def _add(self, engine: ExternalEngine, saved: SavedEndpoint | None = None) -> str:
+        entry_id = endpoint_id(engine.base_url)
+        host, _, port = engine.base_url.split("://", 1)[1].split("/", 1)[0].rpartition(":")
+        self._table.entries[entry_id] = InstanceEntry(
+            id=entry_id,
+            engine=engine.engine,
+            origin=InstanceOrigin.EXTERNAL,
+            status=InstanceStatus.READY if engine.healthy else InstanceStatus.UNHEALTHY,
+            host=host.strip("[]") or "?",
+            port=int(port)
+            if port.isdigit()
+            else (443 if engine.base_url.startswith("https") else 80),
+            base_url=engine.base_url,
+            started_at=time.time(),
+            model=engine.model_ids[0] if engine.model_ids else None,
+            models=tuple(engine.model_ids),
+            pid=engine.pid,
+            argv=tuple(engine.cmdline),
+            found_by=engine.found_by,
+            name=saved.name if saved else engine.process_name,
+            needs_api_key=engine.needs_api_key,
+            has_key=saved.has_key if saved else False,
+            probe_status=engine.status or None,
+        )
+        return entry_id
+
+
+def _is_our_child(pid: int) -> bool:
+    """Whether `pid` descends from this daemon: then we started it, whatever our records
+    say yet."""
+    try:
+        return any(parent.pid == os.getpid() for parent in psutil.Process(pid).parents())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
