@@ -59,7 +59,7 @@ class Asker:
 
 async def prepare_engine(client: DaemonClient, choice: EngineChoice, ask: Asker) -> None:
     """Make the engine usable: nothing, an install Roundhouse runs, or Ollama attached."""
-    from roundhouse.cli.engines_commands import _follow_install
+    from roundhouse.cli.engines_install import follow_install
 
     console.print(engine_view(choice))
     if choice.state == EngineSetupState.EXTERNAL:
@@ -72,7 +72,7 @@ async def prepare_engine(client: DaemonClient, choice: EngineChoice, ask: Asker)
         if not ask.confirm(f"Install {choice.title} now?"):
             fail(f"Nothing was installed. Later: `roundhouse engines install {choice.engine}`.")
         job = await client.install_engine(choice.engine.value, InstallRequest())
-        job = await _follow_install(client, job, quiet=False)
+        job = await follow_install(client, job, quiet=False)
         if job.state != JobState.DONE:
             fail(job.error or f"The install of {choice.title} did not finish.")
         console.print(f"[green]✓[/] Installed {choice.title}.", highlight=False)

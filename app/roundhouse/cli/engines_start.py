@@ -1,0 +1,241 @@
+"""`roundhouse engines start|restart`: launch an instance, wait until it serves, say where."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import click
+
+from roundhouse.cli.engines_common import ENGINE_IDS, daemon_client, resolve_id, run_client
+
+if TYPE_CHECKING:
+    from roundhouse.api.instances import InstanceInfo
+    from roundhouse.client import DaemonClient
+
+POLL_S = 0.25
+
+
+def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
+    if value is None:
+        return None
+    if value == "auto":
+        return "auto"
+    if value == "all":
+        return "all"
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter("give a number of layers, 'auto' or 'all'") from None
+
+
+@click.command()
+@click.argument("engine", type=click.Choice(ENGINE_IDS))
+@click.option("--model", "-m", help="GGUF file, model folder, Hugging Face repo id or Ollama tag.")
+@click.option("--preset", help="Start with the options saved under this name for the model.")
+@click.option("--save-preset", metavar="NAME", help="Save these options for the model as NAME.")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (default: a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--ctx-size", "-c", type=click.IntRange(0), help="Context size in tokens.")
+@click.option("--gpu-layers", "-ngl", help="Layers on the GPU: a number, 'auto' or 'all'.")
+@click.option("--threads", "-t", type=click.IntRange(1), help="CPU threads.")
+@click.option("--parallel", "-np", type=click.IntRange(1), help="Parallel request slots.")
+@click.option("--flash-attn", type=click.Choice(["on", "off", "auto"]), help="Flash attention.")
+@click.option("--cache-type-k", help="KV cache type of K (f16, q8_0, q4_0, ...).")
+@click.option("--cache-type-v", help="KV cache type of V.")
+@click.option("--served-name", help="Name the model is served as.")
+@click.option("--tensor-parallel", "-tp", type=click.IntRange(1), help="vLLM/SGLang: GPUs.")
+@click.option("--pipeline-parallel", "-pp", type=click.IntRange(1), help="vLLM: stages.")
+@click.option(
+    "--gpu-memory-utilization",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="vLLM/SGLang: the share of the GPU's memory the engine may take (0-1).",
+)
+@click.option("--max-model-len", type=click.IntRange(1), help="vLLM/SGLang: context length.")
+@click.option("--draft-model", help="MLX: a draft model for speculative decoding.")
+@click.option("--num-draft-tokens", type=click.IntRange(1), help="MLX: tokens drafted per step.")
+@click.option(
+    "--memory-report",
+    is_flag=True,
+    help="llama.cpp: log at info level, so `engines memory` shows the engine's own buffers.",
+)
+@click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
+@click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
+@click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
+@click.pass_context
+def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
+    """Start ENGINE with a model; print the instance id and its OpenAI base URL.
+
+    Waits until the engine serves (Ctrl+C stops it again), unless --no-wait.
+    """
+    from pydantic import ValidationError
+
+    from roundhouse.api.engines import EngineId, InstanceOptions
+    from roundhouse.api.instances import StartRequest
+    from roundhouse.cli.output import fail
+
+    try:
+        options = InstanceOptions(
+            model=opts["model"],
+            ctx_size=opts["ctx_size"],
+            n_gpu_layers=_gpu_layers(opts["gpu_layers"]),
+            threads=opts["threads"],
+            parallel=opts["parallel"],
+            flash_attn=opts["flash_attn"],
+            cache_type_k=opts["cache_type_k"],
+            cache_type_v=opts["cache_type_v"],
+            served_name=opts["served_name"],
+            tensor_parallel=opts["tensor_parallel"],
+            pipeline_parallel=opts["pipeline_parallel"],
+            gpu_memory_utilization=opts["gpu_memory_utilization"],
+            max_model_len=opts["max_model_len"],
+            draft_model=opts["draft_model"],
+            num_draft_tokens=opts["num_draft_tokens"],
+            extra_args=tuple(opts["extra_args"]),
+            memory_report=opts["memory_report"],
+        )
+        request = StartRequest(
+            engine=EngineId(engine),
+            options=options,
+            preset=opts["preset"],
+            host=opts["host"],
+            port=opts["port"],
+        )
+    except ValidationError as exc:
+        fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+    if (opts["save_preset"] or opts["preset"]) and not options.model:
+        fail("Presets are saved per model: give --model.")
+    info = run_client(
+        _start(ctx, request, opts["save_preset"], not opts["no_wait"], opts["as_json"])
+    )
+    _report_started(info, opts["as_json"])
+
+
+async def _start(
+    ctx: click.Context, request: Any, save_as: str | None, wait: bool, quiet: bool
+) -> InstanceInfo:
+    import asyncio
+
+    from roundhouse.api.instances import InstanceStatus, Preset
+
+    async with daemon_client(ctx) as client:
+        if not quiet:
+            await _say_fit(client, request)
+        if save_as:
+            assert request.options.model is not None
+            await client.save_preset(
+                Preset(
+                    engine=request.engine,
+                    model=request.options.model,
+                    name=save_as,
+                    options=request.options,
+                )
+            )
+        info = await client.start_instance(request)
+        if not wait:
+            return info
+        try:
+            return await _wait_ready(client, info, quiet)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if info.status != InstanceStatus.READY:
+                await client.stop_instance(info.id)
+            raise
+
+
+async def _say_fit(client: DaemonClient, request: Any) -> None:
+    """Before a llama.cpp start of a local file: will it fit, as these options run it?"""
+    from roundhouse.api.engines import EngineId
+    from roundhouse.api.fit import FitQuery
+    from roundhouse.cli.models_view import fit_line
+    from roundhouse.cli.output import err_console
+    from roundhouse.client import ClientError
+
+    model = request.options.model
+    if request.engine != EngineId.LLAMA_CPP or not model or not model.endswith(".gguf"):
+        return
+    try:
+        # The same path the start request carries, as the daemon will open it.
+        fit = await client.fit_model(FitQuery(path=model, instance=request.options))
+    except ClientError as exc:
+        err_console.print(f"[dim]No fit estimate: {exc}[/]", highlight=False)
+        return
+    err_console.print(fit_line(fit))
+    for advice in fit.report.advice[:2]:
+        err_console.print(f"  {advice.text}", highlight=False)
+
+
+async def _wait_ready(client: DaemonClient, info: InstanceInfo, quiet: bool) -> InstanceInfo:
+    import asyncio
+
+    from roundhouse.api.instances import InstanceStatus
+    from roundhouse.cli.output import err_console
+
+    settled = (InstanceStatus.READY, InstanceStatus.FAILED)
+    if quiet:
+        while info.status not in settled:
+            await asyncio.sleep(POLL_S)
+            info = await client.instance(info.id)
+        return info
+    with err_console.status(_progress_words(info)) as status:
+        while info.status not in settled:
+            await asyncio.sleep(POLL_S)
+            info = await client.instance(info.id)
+            status.update(_progress_words(info))
+    return info
+
+
+def _progress_words(info: InstanceInfo) -> str:
+    waited = f" {info.waited_s:.0f} s" if info.waited_s is not None else ""
+    probe = f" ({info.probe_status})" if info.probe_status else ""
+    return f"{info.engine.value} {info.status.value}{waited}{probe}"
+
+
+def _report_started(info: InstanceInfo, as_json: bool) -> None:
+    from roundhouse.api.instances import InstanceStatus
+    from roundhouse.cli.output import console, err_console, print_json
+
+    if as_json:
+        print_json(info)
+    elif info.status == InstanceStatus.FAILED:
+        pass
+    else:
+        model = info.models[0] if info.models else (info.model or "its model")
+        console.print(f"Instance [bold]{info.id}[/] ({info.status.value})", highlight=False)
+        console.print(f"OpenAI base URL: {info.base_url}", highlight=False)
+        if info.status == InstanceStatus.READY:
+            console.print(
+                f"Try: curl {info.base_url}/chat/completions "
+                "-H 'Content-Type: application/json' "
+                f'-d \'{{"model": "{model}", '
+                '"messages": [{"role": "user", "content": "Hi"}]}\'',
+                highlight=False,
+                soft_wrap=True,
+            )
+    if info.status == InstanceStatus.FAILED:
+        err_console.print(f"[bold red]Error:[/] {info.error}", highlight=False)
+        if info.last_exit and info.last_exit.log_tail:
+            err_console.print("Last log lines:", highlight=False)
+            for line in info.last_exit.log_tail:
+                err_console.print(f"  {line}", highlight=False, markup=False)
+        err_console.print(
+            f"The instance stays listed as failed; dismiss it with "
+            f"`roundhouse engines stop {info.id}`.",
+            highlight=False,
+        )
+        raise SystemExit(1)
+
+
+@click.command()
+@click.argument("instance_id")
+@click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
+@click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
+@click.pass_context
+def restart(ctx: click.Context, instance_id: str, no_wait: bool, as_json: bool) -> None:
+    """Stop an instance and start it again with the same options."""
+
+    async def main() -> InstanceInfo:
+        async with daemon_client(ctx) as client:
+            resolved = await resolve_id(client, instance_id)
+            info = await client.restart_instance(resolved)
+            return info if no_wait else await _wait_ready(client, info, as_json)
+
+    _report_started(run_client(main()), as_json)
