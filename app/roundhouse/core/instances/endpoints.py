@@ -29,7 +29,12 @@ class SavedEndpoint(BaseModel):
 
     @property
     def secret_name(self) -> str:
-        return f"endpoint:{self.url}"
+        return endpoint_secret_name(self.url)
+
+
+def endpoint_secret_name(url: str) -> str:
+    """The keyring entry that holds the API key of the endpoint at `url`."""
+    return f"endpoint:{url}"
 
 
 _ENDPOINTS = TypeAdapter(list[SavedEndpoint])

@@ -20,7 +20,12 @@ from roundhouse.api.instances import (
 )
 from roundhouse.core.engines.attach import find_running_engines, probe_openai_endpoint
 from roundhouse.core.errors import ConflictError, RoundhouseError
-from roundhouse.core.instances.endpoints import EndpointStore, SavedEndpoint, endpoint_id
+from roundhouse.core.instances.endpoints import (
+    EndpointStore,
+    SavedEndpoint,
+    endpoint_id,
+    endpoint_secret_name,
+)
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
 from roundhouse.core.instances.manager import terminate_tree
 
@@ -102,7 +107,7 @@ class ExternalInstances:
             # No key was given: a machine without a keyring must still reach it.
             return None
         getter = self._secret_fns()[0]
-        return await asyncio.to_thread(getter, f"endpoint:{entry.base_url}")
+        return await asyncio.to_thread(getter, endpoint_secret_name(entry.base_url))
 
     async def stop(self, entry: InstanceEntry, force: bool) -> None:
         """Detach an added endpoint; stop an engine found running only with `force`."""
