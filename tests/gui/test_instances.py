@@ -105,6 +105,12 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
         await wait_until(lambda: dialog.fit_line.isVisible(), 10, "the fit estimate")
         assert "CPU" in dialog.fit_line.text() or "GPU" in dialog.fit_line.text()
         assert "512" in dialog.fit_line.toolTip(), dialog.fit_line.toolTip()
+        # Flash attention changes the compute buffer: the estimate is asked again.
+        flash = "off" if "flash attention on" in dialog.fit_line.toolTip() else "on"
+        dialog.flash_attn.setCurrentIndex(dialog.flash_attn.findText(flash))
+        await wait_until(
+            lambda: f"flash attention {flash}" in dialog.fit_line.toolTip(), 10, "a new estimate"
+        )
 
         # A preset for this model: saved, then filled back in after a change.
         await wait_until(lambda: dialog.save_preset_button.isEnabled(), 5, "presets for the model")
