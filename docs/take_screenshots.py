@@ -275,13 +275,11 @@ def main() -> int:
             burner = burn_cpu(HISTORY_S / 3)
             time.sleep(HISTORY_S * 2 / 3)
 
-            import qasync
-
             from roundhouse.gui.app import application
-            from roundhouse.gui.event_loop import install_asyncgen_hooks
+            from roundhouse.gui.event_loop import GuiEventLoop, install_asyncgen_hooks
 
             app = application()
-            loop = qasync.QEventLoop(app)
+            loop = GuiEventLoop(app)
             asyncio.set_event_loop(loop)
             restore_hooks = install_asyncgen_hooks(loop)
             try:

@@ -25,7 +25,7 @@ from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
 from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.daemon_bridge import DaemonBridge
-from roundhouse.gui.event_loop import install_asyncgen_hooks
+from roundhouse.gui.event_loop import GuiEventLoop, install_asyncgen_hooks
 from tests.daemon_process import DaemonProcess, path_with, running_daemon
 
 GUI_DIR = Path(__file__).parent
@@ -46,7 +46,7 @@ def qloop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     """A fresh qasync loop; tests drive it with run_until_complete."""
     # Tests close windows while the loop runs: that must not quit the application.
     qapp.setQuitOnLastWindowClosed(False)
-    loop = qasync.QEventLoop(qapp)
+    loop = GuiEventLoop(qapp)
     asyncio.set_event_loop(loop)
     restore_hooks = install_asyncgen_hooks(loop)
     try:

@@ -35,7 +35,7 @@ from roundhouse.gui.app import build_ui
 from roundhouse.gui.call import Follow
 from roundhouse.gui.chat_reply import ReplyDraft
 from roundhouse.gui.daemon_bridge import ConnectionState
-from roundhouse.gui.event_loop import install_asyncgen_hooks
+from roundhouse.gui.event_loop import GuiEventLoop, install_asyncgen_hooks
 from roundhouse.gui.pages.chat_page import ChatPage
 from roundhouse.gui.widgets.chat_transcript import Transcript
 from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_ready
@@ -108,7 +108,7 @@ def percentile(values: list[float], q: float) -> float:
 @pytest.fixture
 def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     qapp.setQuitOnLastWindowClosed(False)
-    event_loop = qasync.QEventLoop(qapp)
+    event_loop = GuiEventLoop(qapp)
     asyncio.set_event_loop(event_loop)
     restore = install_asyncgen_hooks(event_loop)
     try:

@@ -207,11 +207,9 @@ def run_app(home: Home, *, tray: bool = False) -> int:
         app.processEvents()
     import asyncio
 
-    import qasync
+    from roundhouse.gui.event_loop import GuiEventLoop, install_asyncgen_hooks
 
-    from roundhouse.gui.event_loop import install_asyncgen_hooks
-
-    loop = qasync.QEventLoop(app)
+    loop = GuiEventLoop(app)
     asyncio.set_event_loop(loop)
     restore_hooks = install_asyncgen_hooks(loop)
     try:
