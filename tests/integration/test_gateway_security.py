@@ -1,6 +1,7 @@
 """The gateway's security through real daemon processes: the API key on every route of the
 second listener and on the daemon's /v1, the Host allowlist, CORS off by default and exact
-when set, no listening beyond loopback without a key, a taken port, a clean stop.
+when set, no listening beyond loopback without a key, a taken port (refused on save, an
+error at start), a clean stop.
 
 The routes are enumerated from the apps built in-process, then asked over HTTP; no engine is
 needed (a 404 or 400 from the router is an answer that got past the key)."""
@@ -229,20 +230,41 @@ def test_no_cors_headers_unless_origins_are_listed(secured: Secured) -> None:
         assert reply.status_code == 200 and not _cors_headers(reply)
 
 
-def test_a_taken_port_is_an_error_in_the_status(secured: Secured) -> None:
+def test_a_taken_port_is_refused_on_save_and_an_error_at_start(
+    secured: Secured, tmp_path: Path
+) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen(1)
         taken = holder.getsockname()[1]
-        with secured.gateway_settings(listen_port=taken):
-            listener = secured.status()["listeners"][1]
+        with secured.control() as client:
+            before = client.get("/api/v1/settings").json()
+            after = {**before, "gateway": {**before["gateway"], "listen_port": taken}}
+            reply = client.put("/api/v1/settings", json=after)
+        assert reply.status_code == 422, reply.text
+        assert "already taken" in reply.text and f"pid {os.getpid()}" in reply.text
+        # Nothing was saved: the listener is where it was, and serves.
+        listener = secured.status()["listeners"][1]
+        assert listener == {"url": secured.second + "/v1", "needs_key": True, "error": None}
+        assert _ask(secured.second, "GET", "/v1/models", **{"x-api-key": secured.key}).is_success
+
+        # Taken by the time a daemon starts: it serves on its own address and says why not
+        # on the second.
+        home = tmp_path / "home"
+        write_gateway_settings(home, listen_host="127.0.0.1", listen_port=taken)
+        daemon = start_daemon(home, env=keyring_env(tmp_path))
+        try:
+            headers = {"Authorization": f"Bearer {daemon.token}"}
+            reply = httpx.get(
+                daemon.url + "/api/v1/gateway/status", headers=headers, trust_env=False
+            )
+            assert reply.status_code == 200, reply.text
+            listener = reply.json()["listeners"][1]
             assert listener["url"] == f"http://127.0.0.1:{taken}/v1"
             assert "already taken" in listener["error"], listener
             assert f"pid {os.getpid()}" in listener["error"], listener
-    # The daemon kept serving, and the listener is back where it was.
-    listener = secured.status()["listeners"][1]
-    assert listener == {"url": secured.second + "/v1", "needs_key": True, "error": None}
-    assert _ask(secured.second, "GET", "/v1/models", **{"x-api-key": secured.key}).is_success
+        finally:
+            assert daemon.stop(timeout=30) == 0
 
 
 def _lan_address() -> str | None:
