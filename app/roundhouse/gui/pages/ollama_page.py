@@ -12,63 +12,32 @@ from datetime import UTC, datetime
 from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
-    QComboBox,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QMessageBox,
     QPushButton,
-    QSpinBox,
-    QSplitter,
     QStackedWidget,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
-from roundhouse.api.ollama import (
-    OllamaLoadedList,
-    OllamaLoadedModel,
-    OllamaLoadRequest,
-    OllamaModel,
-    OllamaModelList,
-    OllamaShownModel,
-)
+from roundhouse.api.ollama import OllamaLoadedList, OllamaModelList
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.ollama_show_dialog import OllamaShowDialog
-from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.engine_card import installer_for
-from roundhouse.gui.widgets.keyed_table_model import KeyedTableModel
 from roundhouse.gui.widgets.ollama_absent_view import OllamaAbsentView
-from roundhouse.gui.widgets.ollama_pull_view import OllamaPullView
-from roundhouse.gui.widgets.ollama_tables import (
-    LOADED_HEADERS,
-    MODEL_HEADERS,
-    loaded_row,
-    model_row,
-    table_view,
-)
+from roundhouse.gui.widgets.ollama_instance_combo import OllamaInstanceCombo
+from roundhouse.gui.widgets.ollama_models_panel import OllamaModelsPanel
+from roundhouse.gui.widgets.ollama_tables import loaded_row, model_row
 
 # While shown: both lists every 2 s (what is loaded expires on its own).
 POLL_MS = 2000
 # While no Ollama answers, or a listing failed: look again this often.
 RETRY_MS = 5000
-KEEP_ALIVE_CHOICES: tuple[tuple[str, str | int], ...] = (
-    ("5 minutes", "5m"),
-    ("30 minutes", "30m"),
-    ("1 hour", "1h"),
-    ("forever", -1),
-)
-ANY_OLLAMA = "the first one serving"
 _WAITING, _ABSENT, _MAIN = 0, 1, 2
-
-
-def _selected(view: QTableView, model: KeyedTableModel) -> object | None:
-    rows = view.selectionModel().selectedRows()
-    return model.row(rows[0].row()).item if rows else None
 
 
 class OllamaPage(QWidget):
@@ -81,20 +50,13 @@ class OllamaPage(QWidget):
         self._bridge = bridge
         self._pending: list[Call] = []
         self._again = False
-        self._action: Call | None = None
-        self._show_call: Call | None = None
         self.base_url: str | None = None
-        self.show_dialog: OllamaShowDialog | None = None
-        self.confirm_box: QMessageBox | None = None
 
         heading = QLabel(self.title)
         heading.setObjectName("pageTitle")
         self.status_label = QLabel("Waiting for the daemon…")
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.instance_combo = QComboBox()
-        self.instance_combo.setToolTip("The Ollama to work on, when Roundhouse knows several")
-        self.instance_combo.addItem(ANY_OLLAMA, None)
-        self.instance_combo.hide()
+        self.instance_combo = OllamaInstanceCombo()
         self.instance_combo.currentIndexChanged.connect(self._on_instance_combo_changed)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)
@@ -113,7 +75,17 @@ class OllamaPage(QWidget):
         self.absent_view.retry_clicked.connect(self.refresh)
         self.absent_view.get_clicked.connect(self.open_installer)
         self.stack.addWidget(self.absent_view)
-        self.stack.addWidget(self._build_main_panel())
+        self.panel = OllamaModelsPanel(bridge, self.instance)
+        self.panel.action_finished.connect(self._on_panel_action_finished)
+        self.panel.pull_view.pulled.connect(self._on_pull_view_pulled)
+        self.stack.addWidget(self.panel)
+        # The panel's parts, reached through the page by the tests and the screenshots.
+        self.pull_view = self.panel.pull_view
+        self.models, self.loaded = self.panel.models, self.panel.loaded
+        self.keep_alive, self.context = self.panel.keep_alive, self.panel.context
+        self.show_button, self.delete_button = self.panel.show_button, self.panel.delete_button
+        self.load_button, self.unload_button = self.panel.load_button, self.panel.unload_button
+        self.message_label = self.panel.message_label
 
         layout = QVBoxLayout(self)
         layout.addLayout(header)
@@ -127,97 +99,29 @@ class OllamaPage(QWidget):
         bridge.instances_changed.connect(self._on_bridge_instances_changed)
         self._update_actions()
 
-    def _build_main_panel(self) -> QWidget:
-        self.pull_view = OllamaPullView(self._bridge, self.instance)
-        self.pull_view.pulled.connect(self._on_pull_view_pulled)
-
-        self.models = KeyedTableModel(MODEL_HEADERS, frozenset({1}), self)
-        self.models_view = table_view(self.models)
-        self.models_view.doubleClicked.connect(lambda _: self.show_selected())
-        self.models_view.selectionModel().selectionChanged.connect(self._update_actions)
-        self.show_button = QPushButton("Show")
-        self.show_button.setToolTip("Details, GGUF metadata, template and license")
-        self.show_button.clicked.connect(self.show_selected)
-        self.delete_button = QPushButton("Delete")
-        self.delete_button.clicked.connect(self.delete_selected)
-        self.keep_alive = QComboBox()
-        for text, value in KEEP_ALIVE_CHOICES:
-            self.keep_alive.addItem(text, value)
-        self.keep_alive.setToolTip("How long Ollama keeps the model in memory after its last use")
-        self.context = QSpinBox()
-        self.context.setRange(0, 1_048_576)
-        self.context.setSingleStep(1024)
-        self.context.setSpecialValueText("model default")
-        self.context.setToolTip("Context length in tokens (a bigger one needs more memory)")
-        self.load_button = QPushButton("Load")
-        self.load_button.setToolTip("Load the model into memory now, so the first answer is quick")
-        self.load_button.clicked.connect(self.load_selected)
-        model_actions = QHBoxLayout()
-        model_actions.addWidget(self.show_button)
-        model_actions.addWidget(self.delete_button)
-        model_actions.addStretch(1)
-        model_actions.addWidget(QLabel("Keep loaded:"))
-        model_actions.addWidget(self.keep_alive)
-        model_actions.addWidget(QLabel("Context:"))
-        model_actions.addWidget(self.context)
-        model_actions.addWidget(self.load_button)
-        models_box = QGroupBox("Models")
-        models_layout = QVBoxLayout(models_box)
-        models_layout.addWidget(self.models_view, 1)
-        models_layout.addLayout(model_actions)
-
-        self.loaded = KeyedTableModel(LOADED_HEADERS, frozenset({1, 2, 3}), self)
-        self.loaded_view = table_view(self.loaded)
-        self.loaded_view.selectionModel().selectionChanged.connect(self._update_actions)
-        self.unload_button = QPushButton("Unload")
-        self.unload_button.setToolTip("Free the memory it holds")
-        self.unload_button.clicked.connect(self.unload_selected)
-        loaded_actions = QHBoxLayout()
-        loaded_actions.addWidget(self.unload_button)
-        loaded_actions.addStretch(1)
-        loaded_box = QGroupBox("Loaded in memory")
-        loaded_layout = QVBoxLayout(loaded_box)
-        loaded_layout.addWidget(self.loaded_view, 1)
-        loaded_layout.addLayout(loaded_actions)
-
-        self.message_label = QLabel()
-        self.message_label.setWordWrap(True)
-        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.setChildrenCollapsible(False)
-        splitter.addWidget(models_box)
-        splitter.addWidget(loaded_box)
-        splitter.setSizes([320, 200])
-        panel = QWidget()
-        layout = QVBoxLayout(panel)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.pull_view)
-        layout.addWidget(splitter, 1)
-        layout.addWidget(self.message_label)
-        return panel
-
     # -- what tests and the screenshots use ---------------------------------------------
 
     @property
     def absent(self) -> bool:
         return self.stack.currentIndex() == _ABSENT
 
+    @property
+    def show_dialog(self) -> OllamaShowDialog | None:
+        return self.panel.show_dialog
+
+    @property
+    def confirm_box(self) -> QMessageBox | None:
+        return self.panel.confirm_box
+
     def instance(self) -> str | None:
         """The Ollama instance chosen; None: the daemon picks the first one serving."""
-        value = self.instance_combo.currentData()
-        return value if isinstance(value, str) else None
+        return self.instance_combo.instance()
 
     def select_model(self, name: str) -> bool:
-        row = self.models.row_of(name)
-        if row is not None:
-            self.models_view.selectRow(row)
-        return row is not None
+        return self.panel.select_model(name)
 
     def select_loaded(self, name: str) -> bool:
-        row = self.loaded.row_of(name)
-        if row is not None:
-            self.loaded_view.selectRow(row)
-        return row is not None
+        return self.panel.select_loaded(name)
 
     # -- listing ------------------------------------------------------------------------
 
@@ -288,7 +192,7 @@ class OllamaPage(QWidget):
         if self.isVisible() and self._bridge.state == ConnectionState.CONNECTED:
             self._timer.start(delay_ms)
 
-    # -- actions ------------------------------------------------------------------------
+    # -- getting Ollama -----------------------------------------------------------------
 
     def installer_url(self) -> str | None:
         overview = self._bridge.engines
@@ -305,106 +209,19 @@ class OllamaPage(QWidget):
         if url is not None:
             QDesktopServices.openUrl(QUrl(url))
 
-    def show_selected(self) -> None:
-        model = _selected(self.models_view, self.models)
-        if not isinstance(model, OllamaModel) or self._show_call is not None:
-            return
-        self._say(f"Asking Ollama about {model.name}…")
-        self._show_call = call = self._bridge.ollama.show(model.name, self.instance())
-        call.succeeded.connect(self._on_show_succeeded)
-        call.failed.connect(lambda failure: self._say(f"Not shown: {failure}"))
-        call.finished.connect(self._on_show_finished)
-
-    def load_selected(self) -> None:
-        model = _selected(self.models_view, self.models)
-        if not isinstance(model, OllamaModel):
-            return
-        request = OllamaLoadRequest(
-            model=model.name,
-            keep_alive=self.keep_alive.currentData(),
-            context_length=self.context.value() or None,
-        )
-        call = self._bridge.ollama.load(request, self.instance())
-        self._act(f"Loading {model.name}…", f"Loaded {model.name}.", call)
-
-    def unload_selected(self) -> None:
-        model = _selected(self.loaded_view, self.loaded)
-        if not isinstance(model, OllamaLoadedModel):
-            return
-        call = self._bridge.ollama.unload(model.name, self.instance())
-        self._act(f"Unloading {model.name}…", f"Unloaded {model.name}.", call)
-
-    def delete_selected(self) -> None:
-        model = _selected(self.models_view, self.models)
-        if not isinstance(model, OllamaModel) or self._action is not None:
-            return
-
-        def delete() -> None:
-            call = self._bridge.ollama.delete(model.name, self.instance())
-            self._act(f"Deleting {model.name}…", f"Deleted {model.name}.", call)
-
-        self.confirm_box = ask_to_confirm(
-            self.window(),
-            title="Delete an Ollama model",
-            text=f"Delete {model.name} from Ollama?",
-            detail="Its files are removed; pull it again to use it.",
-            action="Delete",
-            on_confirm=delete,
-            on_closed=self._forget_confirm_box,
-        )
-
-    def _forget_confirm_box(self) -> None:
-        self.confirm_box = None
-
-    def _act(self, doing: str, done: str, call: Call) -> None:
-        self._say(doing)
-        self._action = call
-        call.succeeded.connect(lambda _: self._say(done))
-        call.failed.connect(lambda failure: self._say(f"{doing.rstrip('…')} failed: {failure}"))
-        call.finished.connect(self._on_action_finished)
-        self._update_actions()
-
-    def _on_action_finished(self) -> None:
-        self._action = None
-        self._update_actions()
-        self.refresh()
-
-    def _on_show_succeeded(self, shown: OllamaShownModel) -> None:
-        self._say("")
-        if self.show_dialog is not None:
-            self.show_dialog.close()
-        dialog = OllamaShowDialog(shown, self.window())
-        dialog.finished.connect(self._on_show_dialog_finished)
-        self.show_dialog = dialog
-        dialog.open()
-
-    def _on_show_finished(self) -> None:
-        self._show_call = None
-
-    def _on_show_dialog_finished(self) -> None:
-        dialog, self.show_dialog = self.show_dialog, None
-        if dialog is not None:
-            dialog.deleteLater()
-
-    def _on_pull_view_pulled(self, _model: str) -> None:
-        self.refresh()
-
-    def _say(self, text: str) -> None:
-        self.message_label.setText(text)
+    # -- following the page, the panel and the daemon -----------------------------------
 
     def _update_actions(self) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
-        idle = connected and self._action is None
-        model = _selected(self.models_view, self.models) is not None
-        self.show_button.setEnabled(connected and model and self._show_call is None)
-        self.delete_button.setEnabled(idle and model)
-        self.load_button.setEnabled(idle and model)
-        self.unload_button.setEnabled(idle and _selected(self.loaded_view, self.loaded) is not None)
+        self.panel.update_actions()
         self.refresh_button.setEnabled(connected)
         self.absent_view.retry_button.setEnabled(connected)
-        self.pull_view.set_enabled(connected)
 
-    # -- following the page and the daemon ----------------------------------------------
+    def _on_panel_action_finished(self) -> None:
+        self.refresh()
+
+    def _on_pull_view_pulled(self, _model: str) -> None:
+        self.refresh()
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
@@ -428,27 +245,8 @@ class OllamaPage(QWidget):
         self._update_actions()
 
     def _on_bridge_instances_changed(self, instances: list[InstanceInfo]) -> None:
-        ollamas = [i for i in instances if i.engine == EngineId.OLLAMA]
-        wanted = [(None, ANY_OLLAMA)] + [
-            (i.id, f"{i.host}:{i.port} ({i.origin.value})") for i in ollamas
-        ]
-        present = [
-            (self.instance_combo.itemData(i), self.instance_combo.itemText(i))
-            for i in range(self.instance_combo.count())
-        ]
-        if wanted != present:
-            chosen = self.instance()
-            self.instance_combo.blockSignals(True)
-            self.instance_combo.clear()
-            for data, text in wanted:
-                self.instance_combo.addItem(text, data)
-            index = self.instance_combo.findData(chosen) if chosen else 0
-            self.instance_combo.setCurrentIndex(max(0, index))
-            self.instance_combo.blockSignals(False)
-            if chosen is not None and index < 0:
-                self.refresh()
-        # One Ollama or none: nothing to choose.
-        self.instance_combo.setVisible(len(ollamas) > 1)
+        if self.instance_combo.follow(instances):
+            self.refresh()
 
     def _on_instance_combo_changed(self, _index: int) -> None:
         self.models.set_rows([])
