@@ -27,7 +27,7 @@ from roundhouse.gui.tray_status import (
 )
 from roundhouse.gui.widgets.active_model_menu import ActiveModelMenu
 from roundhouse.gui.widgets.confirm import ask_to_confirm
-from roundhouse.gui.widgets.instances_section import is_endpoint
+from roundhouse.gui.widgets.instances_words import is_endpoint
 
 # How often the tray asks for the instance list while connected: one small GET; the Engines
 # page, when shown, polls every second through the same poller anyway.
