@@ -34,7 +34,7 @@ from roundhouse.gui.widgets.models_words import (
     fit_details_html,
     params_in_words,
 )
-from roundhouse.gui.widgets.ollama_tables import table_view
+from roundhouse.gui.widgets.table_view import table_view
 
 HEADERS = ("Quantization", "Kind", "Files", "Size", "Fit")
 _EMPTY, _CONTENT = 0, 1

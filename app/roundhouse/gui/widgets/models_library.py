@@ -30,7 +30,7 @@ from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, 
 from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, library_key
 from roundhouse.gui.widgets.models_library_rows import HEADERS, deletion_in_words, library_row
-from roundhouse.gui.widgets.ollama_tables import table_view
+from roundhouse.gui.widgets.table_view import table_view
 
 VISIBLE_SETTLE_MS = 150
 CHECKING_POLL_MS = 1000

@@ -34,7 +34,7 @@ from roundhouse.gui.widgets.models_words import (
     kinds_in_words,
     params_in_words,
 )
-from roundhouse.gui.widgets.ollama_tables import table_view
+from roundhouse.gui.widgets.table_view import table_view
 
 HEADERS = ("Model", "Kinds", "Parameters", "Downloads", "Likes", "Updated", "Access", "Fit")
 KIND_CHOICES: tuple[tuple[str, tuple[HubModelKind, ...]], ...] = (

@@ -31,7 +31,8 @@ from roundhouse.gui.dialogs.ollama_show_dialog import OllamaShowDialog
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.keyed_table_model import KeyedTableModel
 from roundhouse.gui.widgets.ollama_pull_view import OllamaPullView
-from roundhouse.gui.widgets.ollama_tables import LOADED_HEADERS, MODEL_HEADERS, table_view
+from roundhouse.gui.widgets.ollama_tables import LOADED_HEADERS, MODEL_HEADERS
+from roundhouse.gui.widgets.table_view import table_view
 
 KEEP_ALIVE_CHOICES: tuple[tuple[str, str | int], ...] = (
     ("5 minutes", "5m"),

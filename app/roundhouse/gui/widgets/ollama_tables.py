@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
-
 from roundhouse.api.ollama import OllamaLoadedModel, OllamaModel
 from roundhouse.base.units import format_bytes, format_duration
-from roundhouse.gui.widgets.keyed_table_model import KeyedTableModel, Row
+from roundhouse.gui.widgets.keyed_table_model import Row
 
 MODEL_HEADERS = ("Name", "Size", "Parameters", "Quantization", "Family", "Modified")
 LOADED_HEADERS = ("Name", "Memory", "On the GPU", "Context", "Until")
@@ -71,21 +68,3 @@ def loaded_row(model: OllamaLoadedModel, now: datetime) -> Row:
     memory_tip = "Weights and KV cache, in GPU and system memory together"
     share_tip = f"{format_bytes(model.size_vram)} of {format_bytes(model.size)} in GPU memory"
     return Row(model.name, texts, model, (None, memory_tip, share_tip))
-
-
-def table_view(model: KeyedTableModel, stretch_column: int = 0) -> QTableView:
-    view = QTableView()
-    view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.setWordWrap(False)
-    view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-    view.verticalHeader().hide()
-    header = view.horizontalHeader()
-    header.setHighlightSections(False)
-    for column in range(model.columnCount()):
-        header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-    header.setSectionResizeMode(stretch_column, QHeaderView.ResizeMode.Stretch)
-    return view

@@ -1,0 +1,25 @@
+"""The app's read-only tables: whole rows chosen one at a time, sized to their contents."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractItemModel, Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+
+def table_view(model: QAbstractItemModel, stretch_column: int = 0) -> QTableView:
+    """Columns fit their contents; `stretch_column` takes the room left; long texts elide."""
+    view = QTableView()
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.setWordWrap(False)
+    view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    view.verticalHeader().hide()
+    header = view.horizontalHeader()
+    header.setHighlightSections(False)
+    for column in range(model.columnCount()):
+        header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(stretch_column, QHeaderView.ResizeMode.Stretch)
+    return view
