@@ -244,9 +244,12 @@ def test_search_pick_download_pause_resume_library_start_delete(
     try:
         qloop.run_until_complete(scenario())
     finally:
-        close_bridge(qloop, ui.bridge)
-        for process in restarted:
-            process.stop(timeout=60)
+        try:
+            close_bridge(qloop, ui.bridge)
+        finally:
+            # Started by the test, not by a fixture: a failure above must not leave it running.
+            for process in restarted:
+                process.stop(timeout=60)
 
 
 def _report(verdict: FitVerdict, gpu_layers: int) -> FitReport:
