@@ -4,31 +4,19 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from roundhouse.api.engines import EngineId
 from roundhouse.api.fit import FitOptions
 from roundhouse.api.instance_memory import InstanceMemory
-from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.cli.memory_view import memory_view, pairs
 from roundhouse.core.models.fit import estimate_fit
 from roundhouse.core.models.fit.actual import parse_llama_server_load
+from tests.unit.builders import ready_instance
 from tests.unit.models.test_fit_cases import llama_3_1_8b_q4_k_m, rtx_4090
 from tests.unit.models.test_memory_actual import CUDA_ISWA, METAL_2025
 
 
 def _info(instance_id: str, memory: InstanceMemory | None = None) -> InstanceInfo:
-    return InstanceInfo(
-        id=instance_id,
-        engine=EngineId.LLAMA_CPP,
-        model="/models/m.gguf",
-        origin=InstanceOrigin.STARTED,
-        status=InstanceStatus.READY,
-        host="127.0.0.1",
-        port=8000,
-        url="http://127.0.0.1:8000",
-        base_url="http://127.0.0.1:8000/v1",
-        started_at=0.0,
-        memory=memory,
-    )
+    return ready_instance(instance_id, model="/models/m.gguf", memory=memory)
 
 
 def _render(memory: InstanceMemory) -> str:

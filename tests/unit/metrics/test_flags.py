@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.engines import InstanceOptions
 from roundhouse.api.fit import DeviceKind
 from roundhouse.api.hardware import GpuInfo, GpuVendor, HardwareInventory
 from roundhouse.api.instance_memory import DeviceMemoryUse, InstanceMemory, MemoryUse
-from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.metrics.flags import bandwidth_use, cpu_fallback, peak_bandwidth
+from tests.unit.builders import ready_instance
 from tests.unit.install.conftest import inventory
 
 GB = 10**9
@@ -37,20 +38,7 @@ def _memory(
 def _info(
     memory: InstanceMemory | None = None, options: InstanceOptions | None = None
 ) -> InstanceInfo:
-    return InstanceInfo(
-        id="a",
-        engine=EngineId.LLAMA_CPP,
-        model="/m.gguf",
-        origin=InstanceOrigin.STARTED,
-        status=InstanceStatus.READY,
-        host="127.0.0.1",
-        port=8000,
-        url="http://127.0.0.1:8000",
-        base_url="http://127.0.0.1:8000/v1",
-        started_at=0.0,
-        memory=memory,
-        options=options,
-    )
+    return ready_instance(memory=memory, options=options)
 
 
 def _with(*gpus: GpuInfo) -> HardwareInventory:

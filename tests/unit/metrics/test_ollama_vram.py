@@ -3,43 +3,20 @@
 from __future__ import annotations
 
 from roundhouse.api.engines import EngineId
-from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.api.instances import InstanceOrigin
 from roundhouse.api.ollama import OllamaLoadedModel
 from roundhouse.core.metrics.ollama_figures import figures_of
-from roundhouse.core.metrics.point import Inputs, build_point
-from roundhouse.core.metrics.process import ProcessReading
+from roundhouse.core.metrics.point import build_point
+from tests.unit.builders import idle_inputs, ready_instance
 
 GIB = 1024**3
 
 
-def _info() -> InstanceInfo:
-    return InstanceInfo(
-        id="o",
-        engine=EngineId.OLLAMA,
-        model=None,
-        origin=InstanceOrigin.EXTERNAL,
-        status=InstanceStatus.READY,
-        host="127.0.0.1",
-        port=11434,
-        url="http://127.0.0.1:11434",
-        base_url="http://127.0.0.1:11434/v1",
-        started_at=0.0,
-    )
-
-
 def _vram(nvml: int | None, figures: dict[str, float]) -> int | None:
-    inputs = Inputs(
-        info=_info(),
-        t=1.0,
-        live=None,
-        previous=None,
-        running=0,
-        queued=0,
-        process=ProcessReading(None, None, None),
-        vram_bytes=nvml,
-        figures=figures,
-        inventory=None,
+    ollama = ready_instance(
+        "o", engine=EngineId.OLLAMA, model=None, origin=InstanceOrigin.EXTERNAL, port=11434
     )
+    inputs = idle_inputs(ollama, vram_bytes=nvml, figures=figures)
     return build_point(inputs).vram_bytes
 
 

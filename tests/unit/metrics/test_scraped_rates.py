@@ -8,19 +8,19 @@ import asyncio
 import pytest
 
 from roundhouse.api.engines import EngineId
-from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.api.instances import InstanceOrigin
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.metrics import parse_prometheus
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.metrics.engine_figures import EngineFigures
-from roundhouse.core.metrics.point import Inputs, build_point
-from roundhouse.core.metrics.process import ProcessReading
+from roundhouse.core.metrics.point import build_point
 from roundhouse.core.metrics.scraped_rates import (
     NAMES,
     Interval,
     ScrapedRates,
     interval_rates,
 )
+from tests.unit.builders import idle_inputs, ready_instance
 
 TPOT = "vllm:request_time_per_output_token_seconds"
 ITL = "vllm:inter_token_latency_seconds"
@@ -140,21 +140,6 @@ def test_every_name_read_is_one_the_catalog_asks_the_engine_for() -> None:
         assert name in catalog[engine], name
 
 
-def _info() -> InstanceInfo:
-    return InstanceInfo(
-        id="v",
-        engine=EngineId.VLLM,
-        model="org/m",
-        origin=InstanceOrigin.EXTERNAL,
-        status=InstanceStatus.READY,
-        host="127.0.0.1",
-        port=8000,
-        url="http://127.0.0.1:8000",
-        base_url="http://127.0.0.1:8000/v1",
-        started_at=0.0,
-    )
-
-
 def test_the_scraped_rates_reach_the_point_through_the_figures() -> None:
     scrapes = iter([vllm((0, 0.0), (0, 0.0), 0), vllm((5, 0.1), (5, 0.05), 500)])
 
@@ -174,18 +159,11 @@ def test_the_scraped_rates_reach_the_point_through_the_figures() -> None:
         return figures
 
     figures = asyncio.run(run())
-    inputs = Inputs(
-        info=_info(),
-        t=1.0,
-        live=None,
-        previous=None,
-        running=0,
-        queued=0,
-        process=ProcessReading(None, None, None),
-        vram_bytes=None,
-        figures=figures.get("v"),
-        inventory=None,
-        scraped_rates=figures.rates.get("v"),
+    vllm_server = ready_instance(
+        "v", engine=EngineId.VLLM, model="org/m", origin=InstanceOrigin.EXTERNAL
+    )
+    inputs = idle_inputs(
+        vllm_server, figures=figures.get("v"), scraped_rates=figures.rates.get("v")
     )
     point = build_point(inputs)
     assert point.engine_output_tps == pytest.approx(50.0)
