@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from roundhouse.cli.daemon_link import daemon_client, run_async
+
 
 class _BenchGroup(click.Group):
     """`bench MODEL ...` runs a benchmark; `bench ls|show|compare|export|rm` look at results."""
@@ -15,19 +17,6 @@ class _BenchGroup(click.Group):
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
-
-
-def _client(ctx: click.Context) -> Any:
-    from roundhouse.cli.main import home_of
-    from roundhouse.client import DaemonClient
-
-    return DaemonClient.for_home(home_of(ctx))
-
-
-def _run(coro: Any) -> Any:
-    from roundhouse.cli.main import run_async
-
-    return run_async(coro)
 
 
 @click.group(cls=_BenchGroup)
@@ -140,10 +129,10 @@ def run(ctx: click.Context, /, model: str, **options: Any) -> None:
         fail(f"Cannot run this benchmark: {exc}")
 
     async def go() -> Any:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             return await client.run_bench(request, on_progress=_progress_line(err_console))
 
-    result = _run(go())
+    result = run_async(go())
     _show(result, as_json)
 
 
@@ -200,10 +189,10 @@ def compare(ctx: click.Context, bench_ids: tuple[str, ...]) -> None:
     from roundhouse.cli.output import console
 
     async def fetch() -> list[Any]:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             return [await client.bench_result(i) for i in bench_ids]
 
-    console.print(compare_view(_run(fetch())))
+    console.print(compare_view(run_async(fetch())))
 
 
 @bench.command("export")
@@ -224,11 +213,11 @@ def export(ctx: click.Context, bench_id: str, fmt: str) -> None:
     from roundhouse.api.bench import ExportFormat
 
     async def fetch() -> str:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             text: str = await client.export_bench(bench_id, ExportFormat(fmt))
             return text
 
-    sys.stdout.write(_run(fetch()))
+    sys.stdout.write(run_async(fetch()))
 
 
 @bench.command("rm")
@@ -239,10 +228,10 @@ def rm(ctx: click.Context, bench_id: str) -> None:
     from roundhouse.cli.output import console
 
     async def delete() -> None:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             await client.delete_bench(bench_id)
 
-    _run(delete())
+    run_async(delete())
     console.print(f"Deleted benchmark {bench_id}.", highlight=False)
 
 
@@ -334,10 +323,10 @@ def ab(ctx: click.Context, /, model: str, **options: Any) -> None:
             err_console.print("\r" + line.ljust(60), end="", highlight=False)
 
     async def go() -> Any:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             return await client.run_ab(request, on_progress=show)
 
-    results = _run(go())
+    results = run_async(go())
     if options["as_json"]:
         click.echo(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
     else:

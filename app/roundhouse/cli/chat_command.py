@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-
-def _client(ctx: click.Context) -> Any:
-    from roundhouse.cli.main import home_of
-    from roundhouse.client import DaemonClient
-
-    return DaemonClient.for_home(home_of(ctx))
-
-
-def _run(coro: Any) -> Any:
-    from roundhouse.cli.main import run_async
-
-    return run_async(coro)
+from roundhouse.cli.daemon_link import daemon_client, run_async
 
 
 @click.command()
@@ -52,7 +39,7 @@ def chat(
 
     from roundhouse.api.chat import SamplingParams
     from roundhouse.cli.chat_runner import ChatOptions, run_chat
-    from roundhouse.cli.main import home_of
+    from roundhouse.cli.daemon_link import home_of
     from roundhouse.cli.output import fail
 
     if prompt is None and not sys.stdin.isatty():
@@ -110,11 +97,11 @@ def rm(ctx: click.Context, conversation_ids: tuple[str, ...], as_json: bool) -> 
     from roundhouse.cli.output import console, print_json
 
     async def delete() -> None:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             for conversation_id in conversation_ids:
                 await client.delete_chat(conversation_id)
 
-    _run(delete())
+    run_async(delete())
     if as_json:
         print_json({"deleted": list(conversation_ids)})
     else:

@@ -1,34 +1,13 @@
-"""What the `roundhouse engines ...` commands share: engine ids, the daemon client, instance ids."""
+"""What the `roundhouse engines ...` commands share: engine ids, and instance ids by prefix."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-import click
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from roundhouse.client import DaemonClient
 
 ENGINE_IDS = ("llama.cpp", "ollama", "mlx", "vllm", "sglang")
-
-
-def _home(ctx: click.Context) -> Any:
-    from roundhouse.cli.main import home_of
-
-    return home_of(ctx)
-
-
-def run_client(coro: Any) -> Any:
-    """Run a client coroutine as `roundhouse.cli.main.run_async` does (imported late: no cycle)."""
-    from roundhouse.cli.main import run_async
-
-    return run_async(coro)
-
-
-def daemon_client(ctx: click.Context) -> DaemonClient:
-    from roundhouse.client import DaemonClient
-
-    return DaemonClient.for_home(_home(ctx))
 
 
 async def resolve_id(client: DaemonClient, wanted: str) -> str:

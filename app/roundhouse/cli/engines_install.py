@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundhouse.cli.engines_common import daemon_client, run_client
+from roundhouse.cli.daemon_link import daemon_client, run_async
 
 if TYPE_CHECKING:
     from roundhouse.api.installs import InstallJob
@@ -61,7 +61,7 @@ def install(
                 await client.cancel_install(job.id)
                 raise
 
-    job = run_client(main())
+    job = run_async(main())
     if as_json:
         print_json(job)
     elif no_wait:
@@ -152,7 +152,7 @@ def use(ctx: click.Context, tag: str) -> None:
         async with daemon_client(ctx) as client:
             return await client.switch_llamacpp_build(tag)
 
-    build = run_client(main())
+    build = run_async(main())
     console.print(f"llama.cpp {build.tag} is current ({build.executable}).", highlight=False)
 
 
@@ -177,4 +177,4 @@ def remove(ctx: click.Context, engine: str, tag: str | None, force: bool) -> Non
             await client.remove_engine_venv(engine)
             return f"Removed the environment of {engine}."
 
-    console.print(run_client(main()), highlight=False)
+    console.print(run_async(main()), highlight=False)

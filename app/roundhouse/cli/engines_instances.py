@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundhouse.cli.engines_common import ENGINE_IDS, daemon_client, resolve_id, run_client
+from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.engines_common import ENGINE_IDS, resolve_id
 
 if TYPE_CHECKING:
     from roundhouse.api.instances import InstanceInfo
@@ -43,7 +44,7 @@ def stop(
                 ids = [await resolve_id(client, wanted) for wanted in instance_ids]
             return [await client.stop_instance(i, force=force) for i in ids]
 
-    stopped = run_client(main())
+    stopped = run_async(main())
     if as_json:
         print_json([i.model_dump(mode="json") for i in stopped])
         return
@@ -88,7 +89,7 @@ def attach(
         async with daemon_client(ctx) as client:
             return await client.add_endpoint(AddEndpointRequest(url=url, api_key=key, name=name))
 
-    info = run_client(main())
+    info = run_async(main())
     if as_json:
         print_json(info)
         return
@@ -124,7 +125,7 @@ def memory(ctx: click.Context, instance_id: str, as_json: bool) -> None:
         async with daemon_client(ctx) as client:
             return await client.instance(await resolve_id(client, instance_id))
 
-    info = run_client(main())
+    info = run_async(main())
     if not as_json:
         console.print(memory_view(info))
     elif info.memory is None:
@@ -189,7 +190,7 @@ def logs(ctx: click.Context, instance_id: str, follow: bool, lines: int, as_json
                 since = page.next
 
     with contextlib.suppress(KeyboardInterrupt):
-        run_client(main())
+        run_async(main())
 
 
 @click.command()
@@ -214,7 +215,7 @@ def presets(
             async with daemon_client(ctx) as client:
                 await client.delete_preset(engine, model, delete)
 
-        run_client(remove())
+        run_async(remove())
         console.print(f"Deleted the preset {delete!r} of {model}.", highlight=False)
         return
     show_from_daemon(ctx, as_json, lambda c: c.presets(engine, model), presets_view)

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from roundhouse.cli.engines_common import ENGINE_IDS, daemon_client, resolve_id, run_client
+from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.engines_common import ENGINE_IDS, resolve_id
 
 if TYPE_CHECKING:
     from roundhouse.api.instances import InstanceInfo
@@ -104,7 +105,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
         fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
     if (opts["save_preset"] or opts["preset"]) and not options.model:
         fail("Presets are saved per model: give --model.")
-    info = run_client(
+    info = run_async(
         _start(ctx, request, opts["save_preset"], not opts["no_wait"], opts["as_json"])
     )
     _report_started(info, opts["as_json"])
@@ -238,4 +239,4 @@ def restart(ctx: click.Context, instance_id: str, no_wait: bool, as_json: bool) 
             info = await client.restart_instance(resolved)
             return info if no_wait else await _wait_ready(client, info, as_json)
 
-    _report_started(run_client(main()), as_json)
+    _report_started(run_async(main()), as_json)

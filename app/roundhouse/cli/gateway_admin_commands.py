@@ -90,9 +90,8 @@ def key(ctx: click.Context, action: str | None) -> None:
     Without a key, /v1 answers anyone on this machine and the gateway does not listen beyond
     loopback. `--set` reads one line from stdin when it is not a terminal.
     """
-    from roundhouse.cli.main import home_of, run_async
+    from roundhouse.cli.daemon_link import daemon_client, run_async
     from roundhouse.cli.output import console, fail
-    from roundhouse.client import DaemonClient
 
     if action is None:
         fail("Say what to do: --generate, --set or --clear.", code=2)
@@ -102,7 +101,7 @@ def key(ctx: click.Context, action: str | None) -> None:
         fail("No key was given; nothing changed.", code=2)
 
     async def change() -> Any:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
+        async with daemon_client(ctx) as client:
             if action == "clear":
                 return await client.clear_gateway_key()
             if given is not None:

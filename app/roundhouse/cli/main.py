@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from roundhouse import __version__
-from roundhouse.base.paths import HOME_ENV, Home, resolve_home
+from roundhouse.base.paths import HOME_ENV, resolve_home
+from roundhouse.cli.daemon_link import daemon_client, home_of, run_async
 
 # Only click and the paths load at start: `roundhouse` opening the app must paint its window
 # fast, so asyncio, the client (httpx, pydantic) and rich load in the commands that use them.
@@ -21,26 +22,6 @@ if TYPE_CHECKING:
     from roundhouse.client import DaemonClient
 
 T = TypeVar("T")
-
-
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a client coroutine; client errors become one readable line and exit code 1."""
-    import asyncio
-
-    from roundhouse.cli.output import fail
-    from roundhouse.client import ClientError, DaemonNotRunningError
-
-    try:
-        return asyncio.run(coro)
-    except DaemonNotRunningError as exc:
-        fail(f"{exc} Start it with `roundhouse serve`, or open the app with `roundhouse`.")
-    except ClientError as exc:
-        fail(str(exc))
-
-
-def home_of(ctx: click.Context) -> Home:
-    home: Home = ctx.obj
-    return home
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -129,10 +110,9 @@ def show_from_daemon(
 ) -> None:
     """Fetch one answer from the daemon and print it as JSON or as `render` draws it."""
     from roundhouse.cli.output import console, print_json
-    from roundhouse.client import DaemonClient
 
     async def ask() -> BaseModel:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
+        async with daemon_client(ctx) as client:
             return await fetch(client)
 
     answer = run_async(ask())

@@ -125,7 +125,7 @@ def pull(
     pulls through Ollama's API into Ollama's own store, in the same queue. The download
     survives a restart of the daemon and resumes where it stopped.
     """
-    from roundhouse.cli.main import home_of, run_async
+    from roundhouse.cli.daemon_link import home_of, run_async
     from roundhouse.cli.models_pull import pull_files
     from roundhouse.cli.models_pull_ollama import ollama_model, pull_ollama
     from roundhouse.cli.output import fail

@@ -24,10 +24,10 @@ def monitor(
 ) -> None:
     """Show what each instance does now: tokens per second through the gateway, requests
     running and queued, time to first token, CPU, memory, GPU memory and KV cache."""
-    from roundhouse.cli.main import home_of, run_async, show_from_daemon
+    from roundhouse.cli.daemon_link import daemon_client, run_async
+    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.monitor_view import monitor_view, parse_window
     from roundhouse.cli.output import console, fail
-    from roundhouse.client import DaemonClient
 
     try:
         window_s = parse_window(window)
@@ -36,7 +36,7 @@ def monitor(
     if csv_file is not None:
 
         async def export() -> str:
-            async with DaemonClient.for_home(home_of(ctx)) as client:
+            async with daemon_client(ctx) as client:
                 return await client.metrics_csv(window_s)
 
         text = run_async(export())
@@ -54,7 +54,7 @@ def monitor(
     from rich.live import Live
 
     async def live() -> None:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
+        async with daemon_client(ctx) as client:
             with Live(console=console, auto_refresh=False) as view:
                 async for snapshot in client.stream_metrics():
                     view.update(monitor_view(snapshot), refresh=True)

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
+from roundhouse.cli.daemon_link import daemon_client, run_async
+
 INSTANCE_HELP = "The Ollama instance (see `roundhouse engines ps`); default: the one serving."
-
-
-def _client(ctx: click.Context) -> Any:
-    from roundhouse.cli.main import home_of
-    from roundhouse.client import DaemonClient
-
-    return DaemonClient.for_home(home_of(ctx))
-
-
-def _run(coro: Any) -> Any:
-    from roundhouse.cli.main import run_async
-
-    return run_async(coro)
 
 
 @click.group()
@@ -85,7 +72,7 @@ def pull(ctx: click.Context, model: str, instance: str | None, as_json: bool) ->
     from roundhouse.cli.output import console, print_json
 
     async def main() -> None:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             if as_json:
                 async for step in client.ollama_pull(model, instance):
                     print_json(step)
@@ -110,7 +97,7 @@ def pull(ctx: click.Context, model: str, instance: str | None, as_json: bool) ->
             console.print(f"Pulled {model}.", highlight=False)
 
     with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+        run_async(main())
 
 
 @ollama.command()
@@ -122,10 +109,10 @@ def rm(ctx: click.Context, model: str, instance: str | None) -> None:
     from roundhouse.cli.output import console
 
     async def main() -> None:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             await client.ollama_delete(model, instance)
 
-    _run(main())
+    run_async(main())
     console.print(f"Deleted {model}.", highlight=False)
 
 
@@ -151,11 +138,11 @@ def load(
         keep = int(keep_alive)
 
     async def main() -> None:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             request = OllamaLoadRequest(model=model, keep_alive=keep, context_length=context_length)
             await client.ollama_load(request, instance)
 
-    _run(main())
+    run_async(main())
     console.print(f"Loaded {model}.", highlight=False)
 
 
@@ -168,8 +155,8 @@ def unload(ctx: click.Context, model: str, instance: str | None) -> None:
     from roundhouse.cli.output import console
 
     async def main() -> None:
-        async with _client(ctx) as client:
+        async with daemon_client(ctx) as client:
             await client.ollama_unload(model, instance)
 
-    _run(main())
+    run_async(main())
     console.print(f"Unloaded {model}.", highlight=False)

@@ -28,8 +28,8 @@ def run(ctx: click.Context, model: str, as_json: bool) -> None:
     MODEL is a name from `roundhouse gateway models`: a served name, a GGUF file name (with
     or without .gguf) or its path, a repo id or an Ollama tag.
     """
+    from roundhouse.cli.daemon_link import home_of, run_async
     from roundhouse.cli.gateway_view import served_view
-    from roundhouse.cli.main import home_of, run_async
     from roundhouse.cli.output import console, print_json
 
     base_url, info = run_async(_serve(home_of(ctx), model, quiet=as_json))

@@ -36,7 +36,7 @@ def show(ctx: click.Context, as_json: bool) -> None:
 def set_(ctx: click.Context, key: str, value: str) -> None:
     """Set KEY (e.g. gateway.idle_ttl_s) to VALUE; lists are comma-separated
     (gateway.cors_origins http://a,http://b), an empty VALUE clears an optional one."""
-    from roundhouse.cli.main import home_of, run_async
+    from roundhouse.cli.daemon_link import daemon_client, run_async
     from roundhouse.cli.output import console, fail
     from roundhouse.cli.settings_keys import (
         AT_RESTART,
@@ -45,10 +45,9 @@ def set_(ctx: click.Context, key: str, value: str) -> None:
         field_of,
         shown,
     )
-    from roundhouse.client import DaemonClient
 
     async def change() -> Settings:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
+        async with daemon_client(ctx) as client:
             new = apply_setting(await client.settings(), key, value)
             return await client.put_settings(new)
 

@@ -63,7 +63,7 @@ def setup(
     already done (an engine installed, a model downloaded) are skipped, so it works offline
     with what is on this machine.
     """
-    from roundhouse.cli.main import home_of, run_async
+    from roundhouse.cli.daemon_link import home_of, run_async
 
     if not yes and not sys.stdin.isatty():
         from roundhouse.cli.output import fail

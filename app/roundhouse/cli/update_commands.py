@@ -39,11 +39,10 @@ def _say(status: UpdateStatus, as_json: bool, *, checked_now: bool) -> None:
 @click.pass_context
 def check(ctx: click.Context, as_json: bool) -> None:
     """Ask PyPI for the latest release now (even with automatic checks off)."""
-    from roundhouse.cli.main import home_of, run_async
-    from roundhouse.client import DaemonClient
+    from roundhouse.cli.daemon_link import daemon_client, run_async
 
     async def ask() -> UpdateStatus:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
+        async with daemon_client(ctx) as client:
             return await client.check_updates()
 
     _say(run_async(ask()), as_json, checked_now=True)
@@ -54,11 +53,10 @@ def check(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """The last check's result, without asking PyPI."""
-    from roundhouse.cli.main import home_of, run_async
-    from roundhouse.client import DaemonClient
+    from roundhouse.cli.daemon_link import daemon_client, run_async
 
     async def ask() -> UpdateStatus:
-        async with DaemonClient.for_home(home_of(ctx)) as client:
+        async with daemon_client(ctx) as client:
             return await client.update_status()
 
     _say(run_async(ask()), as_json, checked_now=False)
