@@ -13,13 +13,14 @@ import pytest
 from tests.daemon_process import DaemonProcess
 
 
-def roundhouse(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def roundhouse(home: Path, *args: str, columns: int = 160) -> subprocess.CompletedProcess[str]:
+    """The CLI as a process of its own, printing `columns` wide."""
     return subprocess.run(
         [sys.executable, "-m", "roundhouse", "--home", str(home), *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "COLUMNS": "160"},
+        env={**os.environ, "COLUMNS": str(columns)},
     )
 
 

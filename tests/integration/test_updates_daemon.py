@@ -6,26 +6,19 @@ network are errors in words, and the daemon keeps serving."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from roundhouse import __version__
+from tests.api.test_cli import roundhouse as cli
 from tests.daemon_process import running_daemon
 from tests.fakes.pypi import PypiStandin
 from tests.processes import free_port
 
 
 def roundhouse(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return cli(home, *args, columns=200)
 
 
 def wait_for(predicate: object, within_s: float = 10.0) -> None:
