@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 
 import psutil
 
@@ -40,3 +41,11 @@ def assert_nothing_left(pgid: int, *pids: int, timeout_s: float = 5.0) -> None:
     while (remaining := left()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert remaining == [], f"left running: {remaining}"
+
+
+def wait_for(check: Callable[[], bool], what: str, within_s: float = 10.0) -> None:
+    """Poll `check` until it holds; fail the test after `within_s` seconds, naming `what`."""
+    deadline = time.monotonic() + within_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)

@@ -27,6 +27,7 @@ from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatu
 from roundhouse.api.settings import GatewaySettings
 from roundhouse.client import DaemonClient
 from tests.daemon_process import DaemonProcess, path_with, start_daemon
+from tests.processes import wait_for
 
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
     {"role": "user", "content": "Say hello."}
@@ -180,7 +181,7 @@ def test_idle_instances_started_just_in_time_stop_after_the_ttl(gw: Gw) -> None:
     # Started by hand: kept however long it idles.
     request = _start_request(gw, BETA)
     hand = gw.run(lambda c: c.start_instance(request))
-    _wait_for(lambda: gw.run(lambda c: c.instance(hand.id)).status == "ready", "it is ready")
+    wait_for(lambda: gw.run(lambda c: c.instance(hand.id)).status == "ready", "it is ready")
     gw.client.chat.completions.create(model=ALPHA, messages=MESSAGES, max_tokens=2)
     used_at = time.monotonic()
     alpha = next(i for i in gw.ours() if i.id != hand.id)
@@ -254,13 +255,6 @@ def _in_background(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]
     return thread, out
 
 
-def _wait_for(check: Callable[[], bool], what: str, within_s: float = 10) -> None:
-    deadline = time.monotonic() + within_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.05)
-
-
 def test_a_full_queue_answers_429_and_the_waiting_request_completes(gw: Gw) -> None:
     gw.reset(max_concurrent=1, queue_size=1, queue_timeout_s=30)
     gw.client.chat.completions.create(model=ALPHA, messages=MESSAGES, max_tokens=2)
@@ -270,7 +264,7 @@ def test_a_full_queue_answers_429_and_the_waiting_request_completes(gw: Gw) -> N
         waiting, result = _in_background(
             lambda: gw.client.chat.completions.create(model=ALPHA, messages=MESSAGES, max_tokens=2)
         )
-        _wait_for(lambda: gw.usage(alpha.id).queued == 1, "the second request is queued")
+        wait_for(lambda: gw.usage(alpha.id).queued == 1, "the second request is queued")
         assert gw.usage(alpha.id).in_flight == 1
         with pytest.raises(openai.RateLimitError) as refused:
             gw.client.chat.completions.create(model=ALPHA, messages=MESSAGES, max_tokens=2)
@@ -286,7 +280,7 @@ def test_a_full_queue_answers_429_and_the_waiting_request_completes(gw: Gw) -> N
     assert not waiting.is_alive()
     (reply,) = result
     assert isinstance(reply, openai.types.chat.ChatCompletion), reply
-    _wait_for(lambda: gw.usage(alpha.id).in_flight == 0, "every slot is free again")
+    wait_for(lambda: gw.usage(alpha.id).in_flight == 0, "every slot is free again")
 
 
 def test_a_request_that_waits_past_the_queue_timeout_gets_503(gw: Gw) -> None:

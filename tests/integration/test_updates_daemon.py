@@ -14,19 +14,11 @@ from roundhouse import __version__
 from tests.api.test_cli import roundhouse as cli
 from tests.daemon_process import running_daemon
 from tests.fakes.pypi import PypiStandin
-from tests.processes import free_port
+from tests.processes import free_port, wait_for
 
 
 def roundhouse(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return cli(home, *args, columns=200)
-
-
-def wait_for(predicate: object, within_s: float = 10.0) -> None:
-    assert callable(predicate)
-    deadline = time.monotonic() + within_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_off_asks_nothing_check_asks_on_asks_once_a_day(home_root: Path) -> None:
@@ -49,7 +41,7 @@ def test_off_asks_nothing_check_asks_on_asks_once_a_day(home_root: Path) -> None
             # Turned on: the daemon asks at once, once.
             on = roundhouse(home_root, "settings", "set", "ui.check_updates", "true")
             assert on.returncode == 0 and "ui.check_updates = True" in on.stdout, on.stderr
-            wait_for(lambda: len(pypi.requests()) == 1)
+            wait_for(lambda: len(pypi.requests()) == 1, "the check at the switch")
             shown = roundhouse(home_root, "update", "status")
             assert f"Roundhouse 99.0.0 is out (this is {__version__})" in shown.stdout
             assert "pypi.org/project/roundhouse" in shown.stdout

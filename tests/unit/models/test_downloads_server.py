@@ -308,14 +308,6 @@ def payload(size: int, seed: int = 1) -> bytes:
     return (block * (size // len(block) + 1))[:size]
 
 
-def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.01)
-
-
 # -- the stand-in is what huggingface_hub expects ------------------------------------------------
 
 
