@@ -89,8 +89,9 @@ class InstanceRunner:
                 entry.instance = instance
                 entry.status = InstanceStatus.READY
                 entry.ready_at = time.time()
-                entry.models = instance.engine.identity.model_ids if instance.engine else ()
+                # The manager answers a start with its engine running.
                 assert instance.engine is not None
+                entry.models = instance.engine.identity.model_ids
                 entry.memory = await self._memory.read(
                     entry.engine, entry.options, instance.engine.process.log, hardware
                 )
