@@ -82,7 +82,11 @@ def test_a_new_daemon_adopts_what_a_dead_one_left_then_stops_it(
                 for instance in listed:
                     health = await http.get(instance.record.probe_url)
                     assert health.status_code == 200, health.text
-                    models = await http.get(f"{instance.record.base_url}/models")
+                    url = f"{instance.record.base_url}/models"
+                    # The adopting daemon derives the key the dead one started it with.
+                    assert (await http.get(url)).status_code == 401
+                    key = {"authorization": f"Bearer {instances.engine_key(instance.id)}"}
+                    models = await http.get(url, headers=key)
                     assert models.json()["data"][0]["id"] == str(tiny_gguf)
                     assert await instances.check_health(instance.id)
             # Still recorded: a third daemon would find them again.

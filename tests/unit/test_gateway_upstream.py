@@ -62,9 +62,16 @@ async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
     return server, f"http://127.0.0.1:{port}"
 
 
+class _Keys:
+    """The one thing forwarding asks of the instances: the key an engine was started with."""
+
+    async def upstream_key(self, instance_id: str) -> str | None:
+        return f"rhe-key-of-{instance_id}"
+
+
 def _gateway() -> Gateway:
-    # Only forwarding is used: no instances, no library.
-    return Gateway(cast(InstanceService, None), library=list)
+    # Only forwarding is used: no instances but their keys, no library.
+    return Gateway(cast(InstanceService, _Keys()), library=list)
 
 
 def test_a_connection_closed_unanswered_is_sent_once_more_as_it_was() -> None:
@@ -93,6 +100,8 @@ def test_a_connection_closed_unanswered_is_sent_once_more_as_it_was() -> None:
         for head, body in seen:
             assert head.startswith(b"POST /v1/chat/completions HTTP/1.1")
             assert b"accept-encoding: identity" in head.lower()
+            # The instance's own key goes with every request, the one sent again included.
+            assert b"authorization: bearer rhe-key-of-e\r\n" in head.lower()
             assert body == b'{"a": 1}'
 
     asyncio.run(main())

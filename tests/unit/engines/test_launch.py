@@ -15,6 +15,7 @@ from roundhouse.api.engines import (
     LaunchParams,
     StopMethod,
 )
+from roundhouse.base.resources import resource_path
 from roundhouse.core.engines.launch import build_launch
 from tests.unit.engines.conftest import catalog
 
@@ -84,9 +85,15 @@ def test_llama_server_minimal_and_its_key_stays_off_argv() -> None:
     assert plan.argv == (
         "llama-server", "-m", GGUF, "--host", "127.0.0.1", "--port", "8081", "-ngl", "0",
     )  # fmt: skip
-    assert plan.env == {"LLAMA_ARG_API_KEY": "s3cr3t"}
-    assert plan.secret_env == ("LLAMA_ARG_API_KEY",)
-    assert plan.redacted_env() == {"LLAMA_ARG_API_KEY": "***"}
+    # llama.cpp's environment twin of --api-key is LLAMA_API_KEY (common/arg.cpp); its CORS
+    # answers local origins alone and its web UI is off.
+    assert plan.env == {
+        "LLAMA_API_KEY": "s3cr3t",
+        "LLAMA_ARG_CORS_ORIGINS": "localhost",
+        "LLAMA_ARG_UI": "0",
+    }
+    assert plan.secret_env == ("LLAMA_API_KEY",)
+    assert plan.redacted_env()["LLAMA_API_KEY"] == "***"
     assert not any("s3cr3t" in arg for arg in plan.argv)
     assert plan.metrics_url is None
     assert plan.expected_model_id == GGUF
@@ -124,6 +131,7 @@ def test_ollama_is_configured_through_its_environment() -> None:
         "OLLAMA_CONTEXT_LENGTH": "16384",
         "OLLAMA_NUM_PARALLEL": "2",
         "OLLAMA_MAX_LOADED_MODELS": "1",
+        "OLLAMA_ORIGINS": "",
     }
     assert plan.probe_url == "http://127.0.0.1:41002/"
     assert plan.readiness.expect_text == "Ollama is running"
@@ -136,7 +144,7 @@ def test_ollama_without_a_model_and_with_auto_flash_attention() -> None:
     spec = catalog().spec(EngineId.OLLAMA)
     params = LaunchParams(port=41003, flash_attn=FlashAttention.AUTO, host="::1")
     plan = build_launch(spec, found(EngineId.OLLAMA, "/usr/local/bin/ollama"), params)
-    assert plan.env == {"OLLAMA_HOST": "[::1]:41003"}
+    assert plan.env == {"OLLAMA_HOST": "[::1]:41003", "OLLAMA_ORIGINS": ""}
     assert plan.base_url == "http://[::1]:41003"
     assert plan.expected_model_id is None
 
@@ -228,8 +236,13 @@ def test_vllm_serve_every_choice() -> None:
         "--kv-cache-dtype", "fp8",
         "--max-num-seqs", "64",
     )  # fmt: skip
-    assert plan.env == {"VLLM_API_KEY": "k-123"}
-    assert plan.secret_env == ("VLLM_API_KEY",)
+    assert plan.env == {
+        "VLLM_API_KEY": "k-123",
+        "ROUNDHOUSE_ENGINE_KEY": "k-123",
+        "PYTHONPATH": str(resource_path("engines", "guard")),
+    }
+    assert plan.secret_env == ("VLLM_API_KEY", "ROUNDHOUSE_ENGINE_KEY")
+    assert "k-123" not in plan.argv
     assert plan.readiness.refused_while_loading
     assert plan.metrics_url == "http://127.0.0.1:41006/metrics"
     assert plan.expected_model_id == "qwen"
@@ -298,3 +311,35 @@ def test_plans_are_immutable() -> None:
     assert isinstance(plan.argv, tuple)
     with pytest.raises(ValidationError):
         plan.port = 2
+
+
+@pytest.mark.parametrize(
+    ("engine", "model"),
+    [(EngineId.MLX, "/models/mlx-q4"), (EngineId.SGLANG, "Qwen/Qwen2.5-7B-Instruct")],
+)
+def test_python_engines_without_a_key_flag_start_behind_the_guard(
+    engine: EngineId, model: str
+) -> None:
+    spec = catalog().spec(engine)
+    plan = build_launch(
+        spec,
+        found(engine, f"/venv/bin/{engine.value}"),
+        LaunchParams(model=model, port=8000),
+        api_key="k-9",
+    )
+    guard = resource_path("engines", "guard")
+    assert plan.env["PYTHONPATH"] == str(guard)
+    assert (guard / "sitecustomize.py").is_file()
+    assert plan.env["ROUNDHOUSE_ENGINE_KEY"] == "k-9"
+    assert plan.secret_env == ("ROUNDHOUSE_ENGINE_KEY",)
+    assert not any("k-9" in arg for arg in plan.argv)
+
+
+def test_ollama_takes_no_key_and_never_inherits_open_origins() -> None:
+    spec = catalog().spec(EngineId.OLLAMA)
+    plan = build_launch(
+        spec, found(EngineId.OLLAMA, "ollama"), LaunchParams(port=11434), api_key="k-9"
+    )
+    # Empty: Ollama's own local list, never an OLLAMA_ORIGINS="*" from the user's shell.
+    assert plan.env["OLLAMA_ORIGINS"] == ""
+    assert "k-9" not in plan.env.values()

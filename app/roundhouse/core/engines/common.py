@@ -13,6 +13,7 @@ from roundhouse.api.engines import (
     LaunchPlan,
     ModelFormat,
 )
+from roundhouse.base.resources import resource_path
 from roundhouse.core.errors import InvalidInputError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -152,9 +153,24 @@ def one_kv_type(spec: EngineSpec, params: LaunchParams, setting: str) -> str | N
     return k or v
 
 
-def no_api_key(spec: EngineSpec, extras: Extras, why: str) -> None:
-    if extras.api_key:
-        refuse(f"{spec.title} cannot be given an API key: {why}")
+# The guard that Python engines load at start-up (resources/engines/guard/sitecustomize.py):
+# their HTTP server then refuses requests without the key, for foreign Hosts, and from web
+# pages (ADR 21). The key names the environment variable that guard reads.
+GUARD_KEY_ENV = "ROUNDHOUSE_ENGINE_KEY"
+
+
+def python_guard_env(extras: Extras) -> dict[str, str]:
+    """The environment that puts a Python engine (mlx_lm.server, vLLM, SGLang) behind the key.
+
+    PYTHONPATH is replaced, not extended: it holds the guard alone, so a user's stray
+    PYTHONPATH can neither shadow the engine's packages nor the guard.
+    """
+    if not extras.api_key:
+        return {}
+    return {
+        "PYTHONPATH": str(resource_path("engines", "guard")),
+        GUARD_KEY_ENV: extras.api_key,
+    }
 
 
 def command(spec: EngineSpec, detected: DetectedEngine) -> list[str]:

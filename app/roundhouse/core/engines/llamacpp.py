@@ -37,7 +37,12 @@ OWNED = (
     "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--metrics", "-a", "--alias",
     "--jinja", "--no-jinja",
 )  # fmt: skip
-API_KEY_ENV = "LLAMA_ARG_API_KEY"
+# --api-key's environment twin (llama.cpp's common/arg.cpp); not LLAMA_ARG_API_KEY.
+API_KEY_ENV = "LLAMA_API_KEY"
+# With a key set, llama-server refuses every route but /health and its web UI's files; its
+# CORS default answers every origin, with credentials. "localhost" sends CORS headers to
+# local origins alone, and the web UI, which Roundhouse never uses, is off (ADR 21).
+GUARD_ENV = {"LLAMA_ARG_CORS_ORIGINS": "localhost", "LLAMA_ARG_UI": "0"}
 
 
 def _is_verbosity(arg: str) -> bool:
@@ -68,8 +73,8 @@ def build(
         # Current builds log their buffer sizes at info level, 4 (their default is 3).
         argv += ["-lv", "4"]
     argv += params.extra_args
-    # Every llama-server flag has a LLAMA_ARG_* twin: the key goes there, not on argv.
-    env = {API_KEY_ENV: extras.api_key} if extras.api_key else {}
+    # Every llama-server flag has an environment twin: the key goes there, not on argv.
+    env = {API_KEY_ENV: extras.api_key, **GUARD_ENV} if extras.api_key else {}
     return plan(
         spec,
         params,

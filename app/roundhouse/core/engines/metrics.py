@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import httpx
 
@@ -55,11 +55,14 @@ def parse_prometheus(text: str, names: Iterable[str]) -> dict[str, float]:
     return values
 
 
-async def fetch_metrics(url: str, names: Iterable[str]) -> dict[str, float]:
-    """GET `url` and parse it; MetricsError in words when the engine does not serve them."""
+async def fetch_metrics(
+    url: str, names: Iterable[str], headers: Mapping[str, str] | None = None
+) -> dict[str, float]:
+    """GET `url` (with `headers`: the engine's key) and parse it; MetricsError in words when
+    the engine does not serve them."""
     async with httpx.AsyncClient(trust_env=False, verify=False, timeout=FETCH_TIMEOUT_S) as http:
         try:
-            response = await http.get(url)
+            response = await http.get(url, headers=headers)
         except httpx.HTTPError as exc:
             raise MetricsError(f"{url} did not answer ({type(exc).__name__}).") from exc
     if response.status_code == 501:

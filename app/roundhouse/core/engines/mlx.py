@@ -6,14 +6,15 @@ import os
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
+    GUARD_KEY_ENV,
     Extras,
     check_params,
     command,
     hub_env,
     is_local_path,
-    no_api_key,
     opt,
     plan,
+    python_guard_env,
     refuse,
     require_model,
 )
@@ -50,7 +51,6 @@ def build(
 ) -> LaunchPlan:
     model = require_model(spec, params)
     check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT, owned=OWNED)
-    no_api_key(spec, extras, "mlx_lm.server has none; it stays behind the gateway.")
     if params.num_draft_tokens is not None and not params.draft_model:
         refuse("A number of draft tokens needs a draft model: choose one, or clear the number.")
     argv = [*command(spec, detected), "--model", model]
@@ -60,13 +60,16 @@ def build(
     opt(argv, "--decode-concurrency", params.parallel)
     argv += params.extra_args
     models = [model, *([params.draft_model] if params.draft_model else [])]
+    # mlx_lm.server has no key of its own: the guard stands in front of its handler.
+    guard = python_guard_env(extras)
     return plan(
         spec,
         params,
         argv,
-        hub_env(models, extras),
+        {**hub_env(models, extras), **guard},
         expected_model_id=listed_model_id(model),
         metrics=False,
+        secret_env=(GUARD_KEY_ENV,) if guard else (),
     )
 
 

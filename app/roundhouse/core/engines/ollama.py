@@ -15,7 +15,6 @@ from roundhouse.core.engines.common import (
     check_params,
     command,
     host_port,
-    no_api_key,
     one_kv_type,
     plan,
 )
@@ -45,10 +44,13 @@ def build(
     spec: EngineSpec, detected: DetectedEngine, params: LaunchParams, extras: Extras
 ) -> LaunchPlan:
     check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT)
-    no_api_key(spec, extras, "Ollama has none; it stays on this machine behind the gateway.")
     kv_type = one_kv_type(spec, params, "OLLAMA_KV_CACHE_TYPE")
     # OLLAMA_HOST also decides the bind address: set it, or a user's 0.0.0.0 would leak in.
     env = {"OLLAMA_HOST": host_port(params.host, params.port)}
+    # Ollama takes no key (ADR 21): its own checks refuse foreign Host names and browser
+    # origins beyond its built-in local list. An inherited OLLAMA_ORIGINS (say "*") would
+    # open it to every web page, so it is set empty: Ollama's defaults alone.
+    env["OLLAMA_ORIGINS"] = ""
     # "auto" sets nothing: Ollama then decides per model.
     flash = _FLASH.get(params.flash_attn) if params.flash_attn else None
     if flash:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
+    GUARD_KEY_ENV,
     Extras,
     check_params,
     command,
     hub_env,
-    no_api_key,
     one_kv_type,
     one_length,
     opt,
     plan,
+    python_guard_env,
     require_model,
 )
 
@@ -45,12 +46,6 @@ def build(
 ) -> LaunchPlan:
     model = require_model(spec, params)
     check_params(spec, params, accepts=set(spec.options), hints=HINTS, why_not=WHY_NOT, owned=OWNED)
-    no_api_key(
-        spec,
-        extras,
-        "SGLang reads it only from its command line, where every user of this machine can "
-        "read it. It stays on loopback behind the gateway, which checks keys.",
-    )
     length = one_length(spec, params)
     kv_type = one_kv_type(spec, params, "--kv-cache-dtype")
     argv = [*command(spec, detected), "--model-path", model]
@@ -66,11 +61,15 @@ def build(
         argv.append(spec.metrics_flag or "--enable-metrics")
     opt(argv, "--served-model-name", params.served_name)
     argv += params.extra_args
+    # SGLang reads its own --api-key only from argv, where every user can read it, and
+    # leaves some routes open: the guard stands in front of its whole application instead.
+    guard = python_guard_env(extras)
     return plan(
         spec,
         params,
         argv,
-        hub_env([model], extras),
+        {**hub_env([model], extras), **guard},
         expected_model_id=params.served_name or model,
         metrics=params.metrics,
+        secret_env=(GUARD_KEY_ENV,) if guard else (),
     )

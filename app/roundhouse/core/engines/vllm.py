@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
+    GUARD_KEY_ENV,
     Extras,
     check_params,
     command,
@@ -12,6 +13,7 @@ from roundhouse.core.engines.common import (
     one_length,
     opt,
     plan,
+    python_guard_env,
     require_model,
 )
 
@@ -66,7 +68,10 @@ def build(
     argv += params.extra_args
     env = hub_env([model], extras)
     if extras.api_key:
+        # vLLM's own key guards /v1 only (/metrics, /tokenize, /invocations stay open) and
+        # its CORS allows every origin: the guard stands in front of the whole application.
         env[API_KEY_ENV] = extras.api_key
+        env.update(python_guard_env(extras))
     return plan(
         spec,
         params,
@@ -74,5 +79,5 @@ def build(
         env,
         expected_model_id=params.served_name or model,
         metrics=params.metrics,
-        secret_env=(API_KEY_ENV,) if extras.api_key else (),
+        secret_env=(API_KEY_ENV, GUARD_KEY_ENV) if extras.api_key else (),
     )

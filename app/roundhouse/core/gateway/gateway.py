@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import aiohttp
 
-from roundhouse.api.external import AttachSource
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
@@ -77,7 +76,8 @@ class Gateway:
         self.scheduler = Scheduler(lambda: self._settings().gateway.max_concurrent, clock)
         self.starter = Starter(instances, self.scheduler, settings)
         self._reaper: asyncio.Task[None] | None = None
-        # Keys of added endpoints, read from the keyring once rather than per request.
+        # Keys per instance: engines' derived ones, and added endpoints' read from the
+        # keyring once rather than per request.
         self._keys: dict[str, str | None] = {}
         # When engines running without us were last looked at again (monotonic seconds);
         # never, so far: the daemon's scan at start may be older than what is asked now.
@@ -282,12 +282,12 @@ class Gateway:
             "content-type": "application/json",
             "accept": "text/event-stream" if stream else "application/json",
         }
-        if info.found_by == AttachSource.USER_ENDPOINT:
-            if info.id not in self._keys:
-                self._keys[info.id] = await self.instances.endpoint_key(info.id)
-            key = self._keys[info.id]
-            if key:
-                headers["authorization"] = f"Bearer {key}"
+        # The engine's own key for what Roundhouse started (ADR 21), an added endpoint's key.
+        if info.id not in self._keys:
+            self._keys[info.id] = await self.instances.upstream_key(info.id)
+        key = self._keys[info.id]
+        if key:
+            headers["authorization"] = f"Bearer {key}"
         return headers
 
     async def open(self, target: Route, path: str, body: bytes, *, stream: bool) -> UpstreamReply:

@@ -22,6 +22,7 @@ import psutil
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
 from roundhouse.core.engines.launch import build_launch
 from roundhouse.core.errors import NotFoundError
+from roundhouse.core.instances.keys import EngineKeys, auth_headers
 from roundhouse.core.instances.records import InstanceRecord, RecordStore
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, RunningEngine, start_engine
 from roundhouse.core.supervise.process import REAP_TIMEOUT_S
@@ -91,6 +92,7 @@ class InstanceManager:
         on_leftover: OnLeftover,
         ready_timeout_s: float | Callable[[], float] = DEFAULT_READY_TIMEOUT_S,
         hf_hub_cache: Path | None = None,
+        keys: EngineKeys | None = None,
     ) -> None:
         if on_leftover not in ("adopt", "reap"):
             raise ValueError(f"on_leftover must be 'adopt' or 'reap', not {on_leftover!r}")
@@ -106,6 +108,8 @@ class InstanceManager:
         self._hf_hub_cache = hf_hub_cache
         self._instances: dict[str, Instance] = {}
         self._save_lock = asyncio.Lock()
+        # Every engine this daemon starts answers only its instance's key (ADR 21).
+        self._keys = keys or EngineKeys(state_dir)
 
     async def start(
         self,
@@ -113,7 +117,6 @@ class InstanceManager:
         detected: DetectedEngine,
         params: LaunchParams,
         *,
-        api_key: str | None = None,
         on_progress: ProgressCallback | None = None,
         instance_id: str | None = None,
         on_spawn: Callable[[EngineProcess], None] | None = None,
@@ -123,13 +126,15 @@ class InstanceManager:
         `instance_id` keeps the id of an instance being restarted; None makes a new one.
         Raises what `build_launch` and `start_engine` raise; nothing is left running then.
         """
-        plan = build_launch(spec, detected, params, api_key=api_key, hf_hub_cache=self.hf_cache())
         instance_id = instance_id or new_instance_id()
+        key = await asyncio.to_thread(self._keys.key_for, instance_id)
+        plan = build_launch(spec, detected, params, api_key=key, hf_hub_cache=self.hf_cache())
         log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
         running = await start_engine(
             plan,
             log_path,
             ready_timeout_s=self._ready_timeout_s(),
+            headers=auth_headers(key),
             on_progress=on_progress,
             on_spawn=on_spawn,
         )
@@ -161,6 +166,10 @@ class InstanceManager:
                 await process.stop()
             raise
         return instance
+
+    def engine_key(self, instance_id: str) -> str:
+        """The key the instance's engine was started with (its id's, from the seed)."""
+        return self._keys.key_for(instance_id)
 
     def hf_cache(self) -> str | None:
         if self._hf_hub_cache is None:
@@ -218,7 +227,9 @@ class InstanceManager:
         async with httpx.AsyncClient(
             trust_env=False, verify=False
         ) as http:  # plain http on loopback
-            instance.healthy = await probe_health(instance.record, http)
+            instance.healthy = await probe_health(
+                instance.record, http, self.engine_key(instance_id)
+            )
         return instance.healthy
 
     async def recover(self) -> Recovery:
@@ -251,7 +262,9 @@ class InstanceManager:
             async with httpx.AsyncClient(
                 trust_env=False, verify=False
             ) as http:  # plain http on loopback
-                healths = await asyncio.gather(*(probe_health(i.record, http) for i in adopted))
+                healths = await asyncio.gather(
+                    *(probe_health(i.record, http, self.engine_key(i.id)) for i in adopted)
+                )
             for instance, healthy in zip(adopted, healths, strict=True):
                 instance.healthy = healthy
                 if not healthy:
@@ -298,9 +311,11 @@ def find_process(record: InstanceRecord) -> psutil.Process | None:
         return None
 
 
-async def probe_health(record: InstanceRecord, http: httpx.AsyncClient) -> bool:
+async def probe_health(record: InstanceRecord, http: httpx.AsyncClient, key: str) -> bool:
     try:
-        response = await http.get(record.probe_url, timeout=HEALTH_TIMEOUT_S)
+        response = await http.get(
+            record.probe_url, headers=auth_headers(key), timeout=HEALTH_TIMEOUT_S
+        )
     except httpx.HTTPError:
         return False
     return response.status_code == record.ready_status

@@ -13,12 +13,13 @@ from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.metrics import fetch_metrics
 from roundhouse.core.errors import NotFoundError
 from roundhouse.core.instances.entries import InstanceEntry
+from roundhouse.core.instances.keys import auth_headers
 
 # LogCapture's file lines start with "2026-11-21 12:53:12,123 ".
 _FILE_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
 
 
-async def read_metrics(entry: InstanceEntry) -> InstanceMetrics:
+async def read_metrics(entry: InstanceEntry, key: str | None) -> InstanceMetrics:
     """The engine's own metrics (tokens, requests), for engines that serve them."""
     spec = entry.spec or _catalog_spec(entry.engine)
     if spec is None or spec.metrics_path is None:
@@ -27,7 +28,7 @@ async def read_metrics(entry: InstanceEntry) -> InstanceMetrics:
             "tokens per second at the gateway instead."
         )
     url = entry.base_url.rstrip("/") + spec.metrics_path
-    values = await fetch_metrics(url, spec.metric_names)
+    values = await fetch_metrics(url, spec.metric_names, auth_headers(key))
     return InstanceMetrics(id=entry.id, url=url, values=values, fetched_at=time.time())
 
 

@@ -138,7 +138,9 @@ class InstanceService:
 
     async def metrics(self, instance_id: str) -> InstanceMetrics:
         """The engine's own metrics (tokens, requests), for engines that serve them."""
-        return await read_metrics(self._table.get(instance_id))
+        return await read_metrics(
+            self._table.get(instance_id), await self.upstream_key(instance_id)
+        )
 
     def logs(self, instance_id: str, since: int = 0, limit: int = 500) -> InstanceLogs:
         """Output lines numbered after `since`: from memory, or from the log file for an
@@ -214,9 +216,13 @@ class InstanceService:
         """Probe an OpenAI-compatible server, remember it (its key in the keyring), list it."""
         return await self._external.add_endpoint(request)
 
-    async def endpoint_key(self, instance_id: str) -> str | None:
-        """The API key of an added endpoint (for the gateway), None when it has none."""
-        return await self._external.endpoint_key(instance_id)
+    async def upstream_key(self, instance_id: str) -> str | None:
+        """The key requests to the instance carry: the engine's own for those Roundhouse
+        started (ADR 21), an added endpoint's from the keyring; None when it has none."""
+        entry = self._table.get(instance_id)
+        if entry.origin == InstanceOrigin.EXTERNAL:
+            return await self._external.endpoint_key(instance_id)
+        return self._manager.engine_key(instance_id)
 
     # -- recover ------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,7 @@ async def start_engine(
     *,
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
     poll_s: float = 0.1,
+    headers: Mapping[str, str] | None = None,
     on_progress: ProgressCallback | None = None,
     ring_lines: int = 500,
     on_spawn: Callable[[EngineProcess], None] | None = None,
@@ -63,7 +64,8 @@ async def start_engine(
     On any failure the process tree is stopped before the error is raised: PortTakenError
     (before launch), EngineExitedError (it ended; how, with its log), EngineNotReadyError
     (timeout), EngineIdentityError (someone else answers on the port). `on_spawn` is
-    called with the process as soon as it runs.
+    called with the process as soon as it runs. `headers` go with every probe (the
+    instance's key).
     """
     ensure_port_free(plan.host, plan.port)
     process = await EngineProcess.spawn(plan, log_path, ring_lines=ring_lines)
@@ -73,7 +75,7 @@ async def start_engine(
     # trust_env=False: a proxy from HTTP(S)_PROXY must never see loopback traffic.
     # verify=False: engines speak plain http here, and building the default TLS context
     # would block the event loop for about 16 ms on every start.
-    async with httpx.AsyncClient(trust_env=False, verify=False) as http:
+    async with httpx.AsyncClient(trust_env=False, verify=False, headers=headers) as http:
         try:
             ready = await wait_ready(
                 plan,
