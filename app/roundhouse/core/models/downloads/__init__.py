@@ -8,6 +8,7 @@ from roundhouse.core.models.downloads.errors import (
     HubAccessError,
     NotEnoughSpaceError,
     QuarantinedError,
+    UnsafeFolderError,
 )
 from roundhouse.core.models.downloads.layout import RepoCache
 from roundhouse.core.models.downloads.safety import UnsafeNameError
@@ -27,6 +28,7 @@ __all__ = [
     "RepoCache",
     "TokenSource",
     "TransferPolicy",
+    "UnsafeFolderError",
     "UnsafeNameError",
     "hub_cache_dir",
 ]

@@ -45,6 +45,14 @@ class DiskFullError(DownloadError):
         self.folder = folder
 
 
+class UnsafeFolderError(DownloadError):
+    """A cache folder other accounts can write, or a partial file that is not a plain file
+    of its own: nothing is written there, the message says what to change."""
+
+    title = "Models folder not private"
+    status = 409
+
+
 class QuarantinedError(DownloadError):
     """The finished file failed its digest check and was moved aside, not deleted."""
 

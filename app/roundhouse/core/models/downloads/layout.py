@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 import shutil
+import stat
 import uuid
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from roundhouse.core.models.downloads.safety import (
     contained,
     normalize_etag,
 )
+from roundhouse.core.models.downloads.writer import open_no_follow
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +121,13 @@ class RepoCache:
 
 
 def partial_size(path: Path) -> int:
+    """The bytes a partial file holds; 0 when there is none, or something else is there (a
+    link is not followed: opening it for the download refuses it with words)."""
     try:
-        return path.stat().st_size
+        info = path.lstat()
     except FileNotFoundError:
         return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 def remove_partial(path: Path) -> None:
@@ -131,7 +136,7 @@ def remove_partial(path: Path) -> None:
 
 def fsync_path(path: Path) -> None:
     """Flush a file's data to the disk before it is trusted after a crash."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_no_follow(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

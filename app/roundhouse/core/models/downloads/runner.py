@@ -10,6 +10,7 @@ import aiohttp
 from huggingface_hub.file_download import hf_hub_url
 
 from roundhouse.core.models.downloads.errors import QuarantinedError
+from roundhouse.core.models.downloads.folders import check_cache_folders
 from roundhouse.core.models.downloads.layout import RepoCache, fsync_path, move_to_quarantine
 from roundhouse.core.models.downloads.records import Entry
 from roundhouse.core.models.downloads.transfer import (
@@ -73,11 +74,13 @@ class ItemRun:
         self._on_verifying = on_verifying
 
     async def run(self) -> Path:
+        await asyncio.to_thread(self._check_folders)
         cached = await asyncio.to_thread(find_cached, self.entry)
         if cached is not None:
             return cached
         entry = self.entry
         await asyncio.to_thread(self._layout.prepare)
+        await asyncio.to_thread(self._check_folders)  # blobs/ and snapshots/ may be new
         partial = self._layout.partial(entry.etag)
         plan = TransferPlan(
             label=label(entry),
@@ -112,6 +115,9 @@ class ItemRun:
                 moved,
             )
         return await asyncio.to_thread(self._install, partial)
+
+    def _check_folders(self) -> None:
+        check_cache_folders(self._layout.hub_cache, self._layout.root)
 
     def _install(self, partial: Path) -> Path:
         entry = self.entry

@@ -29,6 +29,8 @@ from roundhouse.core.errors import InvalidInputError, RoundhouseError
 from roundhouse.core.models.downloads.book import QueueBook
 from roundhouse.core.models.downloads.entries import known_entry, new_entry
 from roundhouse.core.models.downloads.errors import DownloadStateError
+from roundhouse.core.models.downloads.folders import check_cache_folders
+from roundhouse.core.models.downloads.layout import RepoCache
 from roundhouse.core.models.downloads.resolve import HubResolver, Resolver, check_request
 from roundhouse.core.models.downloads.runner import label
 from roundhouse.core.models.downloads.scheduler import RunDeps, Scheduler
@@ -166,9 +168,14 @@ class DownloadService:
         lacks 1.2x what the whole queue, with these, still needs."""
         self._check_open()
         check_request(request)
+        hub_cache = self._hub_cache()
+        # Refused before the Hub is asked: a shared, writable cache is the user's to fix.
+        await asyncio.to_thread(
+            check_cache_folders, hub_cache, RepoCache(hub_cache, request.repo).root
+        )
         token = await self._read_token()
         resolved = await asyncio.to_thread(self._resolver, request, token)
-        cache_dir = str(self._hub_cache())
+        cache_dir = str(hub_cache)
         async with self._lock:
             result: list[Live] = []
             fresh: list[Live] = []
@@ -211,6 +218,8 @@ class DownloadService:
             raise DownloadStateError(f"{label(live.entry)} is downloaded already.")
         if live.entry.state not in RESUMABLE_STATES:
             return self.get(item_id)
+        cache = RepoCache(Path(live.entry.cache_dir), live.entry.repo)
+        await asyncio.to_thread(check_cache_folders, cache.hub_cache, cache.root)
         async with self._lock:
             await self._admit(live.entry.cache_dir, [], [live])
         self._scheduler.pump()

@@ -21,7 +21,12 @@ import certifi
 from roundhouse.base.units import format_bytes
 from roundhouse.core.models.downloads.errors import DownloadError, GatedRepoError
 from roundhouse.core.models.downloads.layout import partial_size
-from roundhouse.core.models.downloads.writer import Opener, PartialWriter, open_partial
+from roundhouse.core.models.downloads.writer import (
+    Opener,
+    PartialWriter,
+    open_partial,
+    truncate_partial,
+)
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 MiB = 1024 * 1024
@@ -144,7 +149,8 @@ class Transfer:
     def _resume_point(self) -> int:
         """Where to continue: the partial's size, cut back to what was recorded durable."""
         if self.plan.size == 0:
-            self.plan.partial.write_bytes(b"")  # nothing to fetch, but a file to install
+            # Nothing to fetch, but a file to install: made as every partial file is.
+            self._opener(self.plan.partial, False).close()
             self._received = 0
             return 0
         have = partial_size(self.plan.partial)
@@ -152,8 +158,7 @@ class Transfer:
         if offset > self.plan.size:
             offset = 0
         if have > offset:
-            with self.plan.partial.open("r+b") as handle:
-                handle.truncate(offset)
+            truncate_partial(self.plan.partial, offset)
         self._received = offset
         return offset
 

@@ -6,13 +6,19 @@ import asyncio
 import contextlib
 import errno
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from roundhouse.core.models.downloads.errors import DiskFullError, DownloadError
+from roundhouse.core.models.downloads.errors import DiskFullError, DownloadError, UnsafeFolderError
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+# Where the OS has it (not Windows), a link as the last part of the path fails the open.
+NOFOLLOW: int | None = getattr(os, "O_NOFOLLOW", None)
+_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
+# Readable by all, as huggingface_hub's blobs usually are, but writable by this account only.
+_PARTIAL_MODE = 0o644
 
 
 class PartialFile(Protocol):
@@ -28,9 +34,83 @@ Opener = Callable[[Path, bool], PartialFile]
 
 
 def open_partial(path: Path, append: bool) -> PartialFile:
+    """The partial file for writing at its end (emptied first unless `append`), never
+    through a link, a second name or a device planted in its place (a shared cache):
+    UnsafeFolderError then, and whatever was planted, or points elsewhere, is not touched."""
+    fd = open_no_follow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    if not append:
+        try:
+            os.ftruncate(fd, 0)  # after the checks, not O_TRUNC: a hard link's target stays
+        except BaseException:
+            os.close(fd)
+            raise
     # Unbuffered: the writer hands over megabytes at a time, and a short write on a full
     # disk must show in the file's size, not in a Python buffer that is lost.
-    return path.open("ab" if append else "wb", buffering=0)
+    return os.fdopen(fd, "ab", buffering=0)
+
+
+def truncate_partial(path: Path, size: int) -> None:
+    """Cut the partial file back to `size` bytes, with open_partial's checks."""
+    fd = open_no_follow(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+
+
+def open_no_follow(path: Path, flags: int, nofollow: int | None = NOFOLLOW) -> int:
+    """os.open of a plain file with no other name, never through a link: O_NOFOLLOW where
+    the OS has it, else (Windows) a look at the path first, where a symlink or any other
+    reparse point is refused. UnsafeFolderError for anything else found at `path`."""
+    # Non-blocking while it opens: a FIFO planted at the name would hang a writer for good.
+    flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0) | _NONBLOCK
+    if nofollow is None:
+        _refuse_planted(path)
+    else:
+        flags |= nofollow
+    try:
+        fd = os.open(path, flags, _PARTIAL_MODE)
+    except OSError:
+        _refuse_planted(path)  # ELOOP (EMLINK on FreeBSD) for a link, ENXIO for a FIFO
+        raise
+    try:
+        check_own_file(path, os.fstat(fd))
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_own_file(path: Path, info: os.stat_result) -> None:
+    """UnsafeFolderError unless the open file is a plain file with no other name: a hard link
+    planted at the partial's name would have the download write into its other name."""
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFolderError(_planted_words(path, "is not a plain file"))
+    if info.st_nlink > 1:
+        raise UnsafeFolderError(_planted_words(path, "has another name elsewhere (a hard link)"))
+
+
+def _refuse_planted(path: Path) -> None:
+    """UnsafeFolderError when a link or anything but a plain file is at `path`."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    reparse = getattr(info, "st_file_attributes", 0) & stat.FILE_ATTRIBUTE_REPARSE_POINT
+    if stat.S_ISLNK(info.st_mode) or reparse:
+        raise UnsafeFolderError(_planted_words(path, "is a link"))
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFolderError(_planted_words(path, "is not a plain file"))
+
+
+def _planted_words(path: Path, what: str) -> str:
+    return (
+        f"The partial download {path} {what}, not the file Roundhouse writes: something "
+        "else put it in the models folder, and Roundhouse does not write through it. Delete "
+        f"it, make sure no other account can write to {path.parent}, then resume."
+    )
 
 
 def write_error(path: Path, exc: OSError) -> DownloadError:

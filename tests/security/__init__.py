@@ -1,0 +1,1 @@
+"""Hostile requests and files against every way into Roundhouse, each refused."""
