@@ -142,10 +142,16 @@ def test_the_form_offers_what_each_engine_takes(
     dialog.extra_args.setText("--seed 1 --enforce-eager")
     assert dialog.start_button.isEnabled()
     assert dialog.options().extra_args == ("--seed", "1", "--enforce-eager")
+    # Remote code is an option of its own, off unless the user turns it on.
+    assert dialog.field_visible("trust_remote_code") and not dialog.options().trust_remote_code
+    dialog.trust_remote_code.setChecked(True)
+    assert dialog.options().trust_remote_code
 
     dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("mlx"))
     assert dialog.field_visible("draft_model") and dialog.field_visible("num_draft_tokens")
     assert not dialog.field_visible("ctx_size")
+    assert not dialog.field_visible("trust_remote_code")
+    assert not dialog.options().trust_remote_code, "hidden: never sent"
     dialog.num_draft_tokens.setValue(3)
     assert "needs a draft model" in dialog.problem_label.text()
 

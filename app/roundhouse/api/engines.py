@@ -218,6 +218,11 @@ class InstanceOptions(_Frozen):
     num_draft_tokens: int | None = Field(default=None, ge=1)
     # Ollama
     max_loaded_models: int | None = Field(default=None, ge=0)
+    trust_remote_code: bool = Field(
+        default=False,
+        description="vLLM / SGLang: run Python code from the model's repository "
+        "(--trust-remote-code); only for repositories you trust",
+    )
     memory_report: bool = Field(
         default=False,
         description="llama.cpp: log at info level (-lv 4), where current builds report each "

@@ -59,6 +59,11 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
     is_flag=True,
     help="llama.cpp: log at info level, so `engines memory` shows the engine's own buffers.",
 )
+@click.option(
+    "--trust-remote-code",
+    is_flag=True,
+    help="vLLM/SGLang: run Python code from the model's repository (only one you trust).",
+)
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -93,7 +98,14 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             num_draft_tokens=opts["num_draft_tokens"],
             extra_args=tuple(opts["extra_args"]),
             memory_report=opts["memory_report"],
+            trust_remote_code=opts["trust_remote_code"],
         )
+        if options.trust_remote_code:
+            click.echo(
+                "Warning: with --trust-remote-code the engine runs Python code from the "
+                "model's repository, with your rights. Use it only for repositories you trust.",
+                err=True,
+            )
         request = StartRequest(
             engine=EngineId(engine),
             options=options,

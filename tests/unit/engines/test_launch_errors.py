@@ -17,11 +17,14 @@ from roundhouse.core.errors import InvalidInputError
 from tests.unit.engines.conftest import catalog
 
 
+def _found(engine: EngineId) -> DetectedEngine:
+    return DetectedEngine(id=engine, found_by=FoundBy.PATH, path="/bin/x", where="test")
+
+
 def refusal(engine: EngineId, params: LaunchParams, **extras: str) -> str:
     spec = catalog().spec(engine)
-    detected = DetectedEngine(id=engine, found_by=FoundBy.PATH, path="/bin/x", where="test")
     with pytest.raises(InvalidInputError) as err:
-        build_launch(spec, detected, params, **extras)
+        build_launch(spec, _found(engine), params, **extras)
     return err.value.detail
 
 
@@ -76,16 +79,78 @@ def test_vllm_length_given_twice_must_agree() -> None:
     assert "differ. Set one of them." in refusal(EngineId.VLLM, params)
 
 
-@pytest.mark.parametrize("engine", [EngineId.OLLAMA, EngineId.MLX, EngineId.SGLANG])
-def test_engines_without_a_safe_key_place_refuse_a_key(engine: EngineId) -> None:
-    why = refusal(engine, LaunchParams(model="/m", port=1), api_key="k")
-    assert "cannot be given an API key" in why
-
-
-@pytest.mark.parametrize("arg", ["--api-key", "--api-key=abc", "--api-key-file"])
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--api-key", "--api-key=abc", "--api-key-file", "--api_key", "--API-KEY=abc",
+        "--hf-token", "--hf_token=x", "-hft", "--admin-api-key",
+    ],
+)  # fmt: skip
 def test_keys_never_ride_in_extra_arguments(arg: str) -> None:
     params = LaunchParams(model="/m.gguf", port=1, extra_args=(arg, "x"))
     assert "visible to every user" in refusal(EngineId.LLAMA_CPP, params)
+
+
+@pytest.mark.parametrize(
+    ("engine", "arg"),
+    [
+        (EngineId.LLAMA_CPP, "--path"),
+        (EngineId.LLAMA_CPP, "--cors-origins=*"),
+        (EngineId.LLAMA_CPP, "--webui"),
+        (EngineId.LLAMA_CPP, "--api-prefix"),
+        (EngineId.VLLM, "--config"),
+        (EngineId.VLLM, "--allowed_origins"),
+        (EngineId.VLLM, "--uds"),
+        (EngineId.VLLM, "--middleware"),
+        (EngineId.VLLM, "--allowed-local-media-path=/"),
+        (EngineId.SGLANG, "--Config=x.yaml"),
+    ],
+)
+def test_extra_arguments_cannot_move_or_open_the_listener(engine: EngineId, arg: str) -> None:
+    model = "/m.gguf" if engine == EngineId.LLAMA_CPP else "/m"
+    params = LaunchParams(model=model, port=1, extra_args=(arg, "x"))
+    assert "changes where or to whom" in refusal(engine, params)
+
+
+@pytest.mark.parametrize(
+    ("engine", "arg", "full"),
+    [
+        (EngineId.VLLM, "--ho", "--host"),
+        (EngineId.VLLM, "--conf=x", "--config"),
+        (EngineId.SGLANG, "--api-k", "--api-key"),
+        (EngineId.MLX, "--por=1", "--port"),
+    ],
+)
+def test_argparse_engines_read_prefixes_so_prefixes_are_checked(
+    engine: EngineId, arg: str, full: str
+) -> None:
+    why = refusal(engine, LaunchParams(model="/m", port=1, extra_args=(arg, "x")))
+    assert "cannot go in the extra arguments" in why
+    if "k" not in arg:  # a secret's prefix is refused as a secret, in those words
+        assert f"reads it as {full}" in why
+
+
+def test_llama_server_takes_no_prefixes_so_a_longer_unknown_flag_passes() -> None:
+    # llama.cpp matches flags exactly: `--ho` is no flag of its, and it says so itself.
+    params = LaunchParams(model="/m.gguf", port=1, extra_args=("--ho", "x"))
+    plan = build_launch(catalog().spec(EngineId.LLAMA_CPP), _found(EngineId.LLAMA_CPP), params)
+    assert plan.argv[-2:] == ("--ho", "x")
+
+
+@pytest.mark.parametrize("engine", [EngineId.VLLM, EngineId.SGLANG])
+def test_remote_code_needs_its_own_option(engine: EngineId) -> None:
+    params = LaunchParams(model="/m", port=1, extra_args=("--trust_remote_code",))
+    assert "Trust remote code" in refusal(engine, params)
+    spec = catalog().spec(engine)
+    plan = build_launch(
+        spec, _found(engine), LaunchParams(model="/m", port=1, trust_remote_code=True)
+    )
+    assert "--trust-remote-code" in plan.argv
+
+
+def test_only_vllm_and_sglang_trust_remote_code() -> None:
+    params = LaunchParams(model="/m.gguf", port=1, trust_remote_code=True)
+    assert "does not take trusting remote code" in refusal(EngineId.LLAMA_CPP, params)
 
 
 @pytest.mark.parametrize("arg", ["--host", "--port=9", "-m"])

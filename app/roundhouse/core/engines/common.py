@@ -14,6 +14,7 @@ from roundhouse.api.engines import (
     ModelFormat,
 )
 from roundhouse.base.resources import resource_path
+from roundhouse.core.engines import extra_args
 from roundhouse.core.errors import InvalidInputError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -38,6 +39,7 @@ CHOICES = {
     "num_draft_tokens": "a number of draft tokens",
     "max_loaded_models": "a limit of loaded models",
     "memory_report": "a memory report",
+    "trust_remote_code": "trusting remote code",
 }
 
 
@@ -68,19 +70,11 @@ def check_choices(
 
 
 def check_extra_args(spec: EngineSpec, params: LaunchParams, owned: tuple[str, ...]) -> None:
-    """Extra arguments may not override what Roundhouse sets, nor carry a secret."""
-    for arg in params.extra_args:
-        flag = arg.split("=", 1)[0]
-        if "api-key" in flag:
-            refuse(
-                f"{flag} cannot go in the extra arguments: a key on the command line is "
-                "visible to every user of this machine. Roundhouse keeps keys in the keyring."
-            )
-        if flag in owned:
-            refuse(
-                f"{flag} cannot go in the extra arguments: Roundhouse sets it for "
-                f"{spec.title}. Use the matching setting instead."
-            )
+    """Extra arguments may not override what Roundhouse sets, carry a secret, or change the
+    listener or the trust model; argparse engines (Python's) also take flag prefixes."""
+    extra_args.check_extra_args(
+        spec.title, params.extra_args, owned, prefixes=bool(spec.python_modules)
+    )
 
 
 def check_host(params: LaunchParams) -> None:

@@ -16,6 +16,7 @@ from roundhouse.core.engines.common import (
     python_guard_env,
     require_model,
 )
+from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
 
 HINTS = {
     "n_gpu_layers": (
@@ -60,6 +61,8 @@ def build(
     if params.metrics:
         argv.append(spec.metrics_flag or "--enable-metrics")
     opt(argv, "--served-model-name", params.served_name)
+    if params.trust_remote_code:
+        argv.append(TRUST_REMOTE_CODE)
     argv += params.extra_args
     # SGLang reads its own --api-key only from argv, where every user can read it, and
     # leaves some routes open: the guard stands in front of its whole application instead.

@@ -16,6 +16,7 @@ from roundhouse.core.engines.common import (
     python_guard_env,
     require_model,
 )
+from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
 
 HINTS = {
     "n_gpu_layers": (
@@ -65,6 +66,8 @@ def build(
     opt(argv, "--dtype", params.dtype)
     opt(argv, "--kv-cache-dtype", kv_type)
     opt(argv, "--max-num-seqs", params.parallel)
+    if params.trust_remote_code:
+        argv.append(TRUST_REMOTE_CODE)
     argv += params.extra_args
     env = hub_env([model], extras)
     if extras.api_key:

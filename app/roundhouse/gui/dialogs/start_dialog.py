@@ -95,6 +95,7 @@ class StartDialog(QDialog):
         self.max_loaded_models = params.max_loaded_models
         self.port = params.port
         self.memory_report = params.memory_report
+        self.trust_remote_code = params.trust_remote_code
         self.served_name = params.served_name
         self.dtype = params.dtype
         self.extra_args = params.extra_args

@@ -124,6 +124,11 @@ class StartParams(QObject):
             "engine default", 0, 64, "Models Ollama keeps loaded at once"
         )
         self.port = optional_spin("auto (a free port)", 1, 65535, "The port the engine listens on")
+        self.trust_remote_code = QCheckBox("Trust remote code (runs Python from the model's repo)")
+        self.trust_remote_code.setToolTip(
+            "Some models need code from their repository to load. The engine then runs that "
+            "code with your rights: turn this on only for repositories you trust."
+        )
         self.memory_report = QCheckBox("Report the engine's memory buffers")
         self.memory_report.setToolTip(
             "Logs at info level, where llama-server says what it allocated on each device: "
@@ -153,6 +158,7 @@ class StartParams(QObject):
         self._add_param("num_draft_tokens", "Draft tokens:", self.num_draft_tokens)
         self._add_param("max_loaded_models", "Max loaded models:", self.max_loaded_models)
         self._add_param("memory_report", "Memory:", self.memory_report)
+        self._add_param("trust_remote_code", "Remote code:", self.trust_remote_code)
         self._params.addRow("Port:", self.port)
         self.params_box = QGroupBox("Parameters")
         self.params_box.setLayout(self._params)
@@ -231,6 +237,7 @@ class StartParams(QObject):
             "num_draft_tokens": spin_value(self.num_draft_tokens),
             "max_loaded_models": spin_value(self.max_loaded_models),
             "memory_report": self.memory_report.isChecked(),
+            "trust_remote_code": self.trust_remote_code.isChecked(),
         }
 
     def set_options(self, options: InstanceOptions) -> None:
@@ -259,6 +266,7 @@ class StartParams(QObject):
         set_spin(self.num_draft_tokens, options.num_draft_tokens)
         set_spin(self.max_loaded_models, options.max_loaded_models)
         self.memory_report.setChecked(options.memory_report)
+        self.trust_remote_code.setChecked(options.trust_remote_code)
 
     def field_visible(self, name: str) -> bool:
         """Whether the parameter `name` (an InstanceOptions field) is offered now."""
