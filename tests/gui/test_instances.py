@@ -147,7 +147,10 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
         assert section.stop_button.text() == "Stop" and section.restart_button.isEnabled()
 
         section.copy_button.click()
-        assert QGuiApplication.clipboard().text() == ready.base_url
+        # The engine's own port answers only Roundhouse: apps get the gateway's address.
+        copied = QGuiApplication.clipboard().text()
+        assert copied == f"{llama_daemon.url}/v1" and copied != ready.base_url
+        assert "through the gateway" in section.message_label.text()
 
         section.logs_button.click()
         logs = section.log_dialogs[ready.id]

@@ -79,6 +79,11 @@ class DaemonBridge(SessionMixin, InstancesMixin, QObject):
         """Why the bridge is not connected ('' when it is)."""
         return self._last_message
 
+    @property
+    def gateway_url(self) -> str | None:
+        """The OpenAI-compatible base URL apps use (the daemon's /v1); None while offline."""
+        return f"{self._client.base_url}/v1" if self._client is not None else None
+
     # Commands from widgets: each returns at once and works in the background.
 
     def start(self) -> None:

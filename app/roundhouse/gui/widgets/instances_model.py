@@ -227,7 +227,12 @@ class InstancesModel(QAbstractTableModel):
             case Column.STATUS:
                 return _status_tooltip(info)
             case Column.BASE_URL:
-                return f"OpenAI-compatible base URL of the engine itself: {info.base_url}"
+                if info.origin == InstanceOrigin.EXTERNAL:
+                    return f"OpenAI-compatible base URL of the engine itself: {info.base_url}"
+                return (
+                    f"The engine's own address ({info.base_url}) answers only Roundhouse, with "
+                    "a key of this instance's: apps use the gateway (Copy base URL gives it)."
+                )
             case Column.MEMORY:
                 return memory_tooltip(info)
             case Column.ORIGIN:

@@ -172,6 +172,15 @@ class InstancesSection(QGroupBox):
         if info is None:
             return
         clipboard = QGuiApplication.clipboard()
+        gateway = self._bridge.gateway_url
+        if info.origin != InstanceOrigin.EXTERNAL and gateway is not None:
+            # The engine itself answers only Roundhouse, with its instance's key (ADR 21).
+            clipboard.setText(gateway)
+            self.message_label.setText(
+                f"Copied {gateway}: apps reach this model through the gateway there; "
+                "the engine's own port answers only Roundhouse."
+            )
+            return
         clipboard.setText(info.base_url)
         self.message_label.setText(f"Copied {info.base_url}")
 
