@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from roundhouse.base.host_names import canonical_host
 
 SETTINGS_SCHEMA_VERSION = 1
 
@@ -102,6 +104,27 @@ class GatewaySettings(BaseModel):
     cors_origins: list[str] = Field(
         default=[], description="browser origins given CORS headers; none by default"
     )
+    media_domains: list[str] = Field(
+        default=[],
+        description="hosts engines may fetch images, audio and video from when a request "
+        "names them by URL (exact names); none by default: only inline data: URLs",
+    )
+
+    @field_validator("media_domains")
+    @classmethod
+    def _media_hosts(cls, names: list[str]) -> list[str]:
+        """Host names alone, in one spelling: what a URL's host is compared with."""
+        out: list[str] = []
+        for name in names:
+            host = canonical_host(name)
+            if host is None:
+                raise ValueError(
+                    f"{name.strip()!r} is not a host name; give the name alone, without "
+                    "scheme, path, port or wildcard, e.g. upload.wikimedia.org"
+                )
+            if host not in out:
+                out.append(host)
+        return out
 
 
 class ChatSettings(BaseModel):

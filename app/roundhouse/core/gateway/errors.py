@@ -9,6 +9,8 @@ class GatewayError(Exception):
     status = 500
     kind = "server_error"
     code = "internal_error"
+    # The request field the error is about, as OpenAI names it in `param`.
+    param: str | None = None
 
     def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)

@@ -13,12 +13,14 @@ from starlette.types import Receive, Scope, Send
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
+from roundhouse.core.gateway.fields import DROPPED_HEADER, dropped_header, screen
 from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.gateway.scheduler import Lease
 from roundhouse.core.gateway.sse import relay
 from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, UpstreamReply
 from roundhouse.server.deps import Services
+from roundhouse.server.services import DaemonServices
 
 GATEWAY_PREFIX = "/v1"
 # Where the engine's stream can carry usage, Roundhouse asks for it to count tokens.
@@ -33,9 +35,10 @@ def openai_error(
     kind: str,
     code: str | None,
     headers: dict[str, str] | None = None,
+    param: str | None = None,
 ) -> JSONResponse:
     return JSONResponse(
-        {"error": {"message": message, "type": kind, "param": None, "code": code}},
+        {"error": {"message": message, "type": kind, "param": param, "code": code}},
         status_code=status,
         headers=headers,
     )
@@ -43,7 +46,7 @@ def openai_error(
 
 async def _gateway_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    return openai_error(exc.status, exc.message, exc.kind, exc.code, exc.headers)
+    return openai_error(exc.status, exc.message, exc.kind, exc.code, exc.headers, exc.param)
 
 
 def install_gateway(app: FastAPI) -> None:
@@ -84,17 +87,17 @@ async def list_models(services: Services) -> dict[str, Any]:
 
 @router.post("/chat/completions")
 async def chat_completions(request: Request, services: Services) -> Response:
-    return await _proxy(request, services.gateway(), "chat/completions")
+    return await _proxy(request, services, "chat/completions")
 
 
 @router.post("/completions")
 async def completions(request: Request, services: Services) -> Response:
-    return await _proxy(request, services.gateway(), "completions")
+    return await _proxy(request, services, "completions")
 
 
 @router.post("/embeddings")
 async def embeddings(request: Request, services: Services) -> Response:
-    return await _proxy(request, services.gateway(), "embeddings")
+    return await _proxy(request, services, "embeddings")
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
@@ -112,16 +115,19 @@ def identity(info: InstanceInfo) -> dict[str, str]:
     return {"x-roundhouse-instance": info.id, "x-roundhouse-engine": info.engine.value}
 
 
-async def _proxy(request: Request, gateway: Gateway, path: str) -> Response:
+async def _proxy(request: Request, services: DaemonServices, path: str) -> Response:
+    gateway = services.gateway()
     raw = await request.body()
     body = _parse(raw)
+    # Before anything starts or queues: a refused request changes nothing.
+    dropped = screen(path, body, services.settings.gateway.media_domains)
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("The request names no model: set 'model' to one from GET /v1/models.")
     began = gateway.live.clock()
     target, lease = await gateway.acquire(model)
     try:
-        return await _forward(gateway, target, lease, raw, body, path, began)
+        return await _forward(gateway, target, lease, raw, body, path, began, dropped)
     except BaseException:
         lease.release()
         raise
@@ -135,12 +141,13 @@ async def _forward(
     body: dict[str, Any],
     path: str,
     began: float,
+    dropped: list[str],
 ) -> Response:
     """Send the request on and answer with the reply; a streamed reply holds `lease` until
     it ends, any other releases it here."""
     model = body["model"]
     stream = body.get("stream") is True
-    changed = False
+    changed = bool(dropped)
     if target.upstream_model != model:
         body["model"] = target.upstream_model
         changed = True
@@ -161,6 +168,8 @@ async def _forward(
         instance_id, began, derive_engine_rate=target.instance.engine == EngineId.OLLAMA
     )
     headers = identity(target.instance)
+    if dropped:
+        headers[DROPPED_HEADER] = dropped_header(dropped)
     # Relayed as the engine wrote it (the gateway asks for no compression, but an engine may
     # compress anyway): the client decodes what the engine encoded.
     encoding = upstream.headers.get("content-encoding")
