@@ -15,6 +15,7 @@ from roundhouse.api.engines import (
 )
 from roundhouse.base.resources import resource_path
 from roundhouse.core.engines import extra_args
+from roundhouse.core.engines.versions import version_key
 from roundhouse.core.errors import InvalidInputError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -51,6 +52,22 @@ class Extras:
     api_key: str | None = None
     # An existing folder: mlx_lm.server answers /v1/models with nothing when it is missing.
     hf_hub_cache: str | None = None
+    # The hosts engines may fetch media from (gateway.media_domains); none: inline only.
+    media_domains: tuple[str, ...] = ()
+
+
+# vLLM and SGLang read an empty media allowlist as "every host": with none allowed they get
+# this name instead, which no real URL has (RFC 2606 reserves .invalid).
+NO_MEDIA_HOST = "none.invalid"
+MEDIA_DOMAINS_FLAG = "--allowed-media-domains"
+
+
+def media_domains_args(detected: DetectedEngine, since: str, extras: Extras) -> list[str]:
+    """`--allowed-media-domains HOST...` for an engine of version `since` or newer (older
+    ones refuse to start on the flag; an unknown version gets none either)."""
+    if not detected.version or version_key(detected.version) < version_key(since):
+        return []
+    return [MEDIA_DOMAINS_FLAG, *(extras.media_domains or (NO_MEDIA_HOST,))]
 
 
 def refuse(message: str) -> NoReturn:

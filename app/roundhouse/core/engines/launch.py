@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from roundhouse.api.engines import DetectedEngine, EngineId, EngineSpec, LaunchParams, LaunchPlan
 from roundhouse.core.engines import llamacpp, mlx, ollama, sglang, vllm
@@ -26,11 +26,13 @@ def build_launch(
     *,
     api_key: str | None = None,
     hf_hub_cache: str | None = None,
+    media_domains: Sequence[str] = (),
 ) -> LaunchPlan:
     """The argv, environment and URLs that start `detected` with `params`; runs nothing.
 
     Raises InvalidInputError, in words a user can act on, for choices the engine cannot
-    honour. `api_key` only ever reaches the environment; `hf_hub_cache` must exist.
+    honour. `api_key` only ever reaches the environment; `hf_hub_cache` must exist;
+    `media_domains` are the hosts an engine that can be told may fetch media from.
     """
     if detected.id != spec.id:
         raise ValueError(f"detected {detected.id} does not match spec {spec.id}")
@@ -38,4 +40,5 @@ def build_launch(
     if builder is None:
         refuse(f"Roundhouse attaches to an {spec.title} but does not start one.")
     check_host(params)
-    return builder(spec, detected, params, Extras(api_key=api_key, hf_hub_cache=hf_hub_cache))
+    extras = Extras(api_key=api_key, hf_hub_cache=hf_hub_cache, media_domains=tuple(media_domains))
+    return builder(spec, detected, params, extras)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
     GUARD_KEY_ENV,
+    MEDIA_DOMAINS_FLAG,
     Extras,
     check_params,
     command,
     hub_env,
+    media_domains_args,
     one_kv_type,
     one_length,
     opt,
@@ -38,8 +40,11 @@ WHY_NOT = {
 OWNED = (
     "--model-path", "--model", "--host", "--port", "--tp", "--tp-size",
     "--mem-fraction-static", "--context-length", "--dtype", "--kv-cache-dtype",
-    "--max-running-requests", "--enable-metrics", "--served-model-name",
+    "--max-running-requests", "--enable-metrics", "--served-model-name", MEDIA_DOMAINS_FLAG,
 )  # fmt: skip
+# SGLang's --allowed-media-domains (which also checks where a download is redirected) is in
+# 0.5.20; older releases have no such option.
+MEDIA_DOMAINS_SINCE = "0.5.20"
 
 
 def build(
@@ -63,6 +68,7 @@ def build(
     opt(argv, "--served-model-name", params.served_name)
     if params.trust_remote_code:
         argv.append(TRUST_REMOTE_CODE)
+    argv += media_domains_args(detected, MEDIA_DOMAINS_SINCE, extras)
     argv += params.extra_args
     # SGLang reads its own --api-key only from argv, where every user can read it, and
     # leaves some routes open: the guard stands in front of its whole application instead.

@@ -5,10 +5,12 @@ from __future__ import annotations
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
 from roundhouse.core.engines.common import (
     GUARD_KEY_ENV,
+    MEDIA_DOMAINS_FLAG,
     Extras,
     check_params,
     command,
     hub_env,
+    media_domains_args,
     one_kv_type,
     one_length,
     opt,
@@ -40,9 +42,11 @@ WHY_NOT = {
 OWNED = (
     "--model", "--host", "--port", "--served-model-name", "-tp", "--tensor-parallel-size",
     "-pp", "--pipeline-parallel-size", "--gpu-memory-utilization", "--max-model-len",
-    "--dtype", "--kv-cache-dtype", "--max-num-seqs",
+    "--dtype", "--kv-cache-dtype", "--max-num-seqs", MEDIA_DOMAINS_FLAG,
 )  # fmt: skip
 API_KEY_ENV = "VLLM_API_KEY"
+# --allowed-media-domains came with vLLM 0.11.0 (its fix for CVE-2025-6242).
+MEDIA_DOMAINS_SINCE = "0.11.0"
 
 
 def build(
@@ -68,8 +72,13 @@ def build(
     opt(argv, "--max-num-seqs", params.parallel)
     if params.trust_remote_code:
         argv.append(TRUST_REMOTE_CODE)
+    media = media_domains_args(detected, MEDIA_DOMAINS_SINCE, extras)
+    argv += media
     argv += params.extra_args
     env = hub_env([model], extras)
+    if media:
+        # Else an allowed host could redirect vLLM anywhere: it checks the first URL only.
+        env["VLLM_MEDIA_URL_ALLOW_REDIRECTS"] = "0"
     if extras.api_key:
         # vLLM's own key guards /v1 only (/metrics, /tokenize, /invocations stay open) and
         # its CORS allows every origin: the guard stands in front of the whole application.
