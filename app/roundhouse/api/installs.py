@@ -109,6 +109,17 @@ class InstalledBuild(_Frozen):
     installed_at: float | None = Field(default=None, description="seconds since the Unix epoch")
 
 
+class HashCheck(StrEnum):
+    """What pip checked against the sha256 hashes a Roundhouse release pins (ADR 23)."""
+
+    # Every file pip downloaded, the engine's dependencies included.
+    ALL = "all"
+    # The engine's own files only: its dependencies are not pinned on this platform.
+    TOP_LEVEL = "top-level"
+    # Nothing: a version other than the pinned one, which the user asked for.
+    NONE = "none"
+
+
 class ManagedVenv(_Frozen):
     """A Python engine installed in its own virtual environment."""
 
@@ -117,6 +128,9 @@ class ManagedVenv(_Frozen):
     python: str
     package: str
     version: str | None = None
+    hash_check: HashCheck | None = Field(
+        default=None, description="what was checked against pinned hashes; None: not known"
+    )
 
 
 class InstallRequest(_Frozen):
@@ -126,6 +140,18 @@ class InstallRequest(_Frozen):
     backend: Backend | None = Field(default=None, description="llama.cpp: override the GPU API")
     python: str | None = Field(
         default=None, description="mlx/vllm/sglang: the Python the venv is made from"
+    )
+    version: str | None = Field(
+        default=None,
+        description="mlx/vllm/sglang: the engine's version; None: the one this release pins",
+        max_length=64,
+    )
+    unverified: bool = Field(
+        default=False,
+        description=(
+            "mlx/vllm/sglang: allow a version other than the pinned one (none: the newest), "
+            "installed without hash checks; llama.cpp: allow an asset without a sha256 digest"
+        ),
     )
 
 

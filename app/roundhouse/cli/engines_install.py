@@ -24,6 +24,21 @@ INSTALLABLE = ("llama.cpp", "mlx", "vllm", "sglang", "ollama")
     help="llama.cpp: the GPU API to use instead of the one chosen for this machine.",
 )
 @click.option("--python", help="mlx/vllm/sglang: the Python to make the environment from.")
+@click.option(
+    "--version",
+    "engine_version",
+    metavar="VERSION",
+    help="mlx/vllm/sglang: a version other than the one this release pins (needs --unverified).",
+)
+@click.option(
+    "--unverified",
+    is_flag=True,
+    help=(
+        "Allow what cannot be checked: mlx/vllm/sglang another version than the pinned one "
+        "(the newest without --version), installed without hash checks; llama.cpp a release "
+        "asset without a sha256 digest."
+    ),
+)
 @click.option("--no-wait", is_flag=True, help="Start the install and return its job id.")
 @click.option("--json", "as_json", is_flag=True, help="Print the finished job as JSON.")
 @click.pass_context
@@ -33,11 +48,14 @@ def install(
     tag: str | None,
     backend: str | None,
     python: str | None,
+    engine_version: str | None,
+    unverified: bool,
     no_wait: bool,
     as_json: bool,
 ) -> None:
     """Install an engine: llama.cpp's official build for this machine (checked against its
-    checksum), or mlx-lm, vLLM or SGLang in a virtual environment of their own."""
+    checksum), or mlx-lm, vLLM or SGLang in a virtual environment of their own, at the
+    versions this release pins (every file checked against its pinned sha256)."""
     import asyncio
 
     from roundhouse.api.installs import Backend, InstallRequest, JobState
@@ -48,7 +66,13 @@ def install(
             "Roundhouse does not install Ollama: get it from https://ollama.com/download "
             "(macOS and Windows apps, or the Linux script); Roundhouse then finds it."
         )
-    request = InstallRequest(tag=tag, backend=Backend(backend) if backend else None, python=python)
+    request = InstallRequest(
+        tag=tag,
+        backend=Backend(backend) if backend else None,
+        python=python,
+        version=engine_version,
+        unverified=unverified,
+    )
 
     async def main() -> InstallJob:
         async with daemon_client(ctx) as client:

@@ -1,4 +1,5 @@
-"""Python engines in managed virtual environments, installed with real pip, offline."""
+"""Python engines in managed virtual environments, installed with real pip, offline, from
+pins whose hashes are those of the test's wheels (pip really checks them)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from roundhouse.api.engines import EngineId, FoundBy
-from roundhouse.api.installs import InstallStage
+from roundhouse.api.installs import HashCheck, InstallStage
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.detect import detect_engine
 from roundhouse.core.engines.host import LocalEngineHost
@@ -20,11 +21,12 @@ from roundhouse.core.engines.install.errors import InstallError, PipError
 from roundhouse.core.engines.install.venvs import (
     install_python_engine,
     managed_python,
+    plan_python_engine,
     remove_python_engine,
 )
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 from tests.unit.install.conftest import Events, run
-from tests.unit.install.wheels import fake_mlx_wheels
+from tests.unit.install.wheels import mlx_wheels_and_pins, write_pins, write_wheel
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="mlx[cpu] is a Linux requirement")
 
@@ -43,15 +45,18 @@ def detect_mlx(engines_dir: Path) -> tuple[list[tuple[object, ...]], str | None]
 
 
 def test_install_detect_fail_and_remove(tmp_path: Path, engines_dir: Path) -> None:
-    wheels = fake_mlx_wheels(tmp_path / "wheels")
+    wheels, pins = mlx_wheels_and_pins(tmp_path)
     events = Events()
+    plan = plan_python_engine(EngineId.MLX, pins_dir=pins)
+    assert plan.hash_check == HashCheck.ALL and plan.warning is None
     venv = run(
         install_python_engine(
-            EngineId.MLX, engines_dir, pip_args=offline(wheels), on_progress=events
+            EngineId.MLX, engines_dir, plan=plan, pip_args=offline(wheels), on_progress=events
         )
     )
     folder = engines_dir / "venvs" / "mlx"
     assert (Path(venv.venv_dir), venv.package, venv.version) == (folder, "mlx-lm", "0.0.1")
+    assert venv.hash_check == HashCheck.ALL
     assert (
         Path(venv.python) == folder / "bin" / "python" == managed_python(engines_dir, EngineId.MLX)
     )
@@ -72,13 +77,10 @@ def test_install_detect_fail_and_remove(tmp_path: Path, engines_dir: Path) -> No
     )
 
     # A failed install into an environment that exists leaves it as it was.
-    with pytest.raises(PipError, match="pip could not install no-such-engine") as failed:
-        run(
-            install_python_engine(
-                EngineId.MLX, engines_dir, packages=["no-such-engine"], pip_args=offline(wheels)
-            )
-        )
-    assert "No matching distribution found for no-such-engine" in failed.value.detail
+    other = plan_python_engine(EngineId.MLX, version="9.9.9", unverified=True, pins_dir=pins)
+    with pytest.raises(PipError, match=r"pip could not install mlx-lm 9\.9\.9") as failed:
+        run(install_python_engine(EngineId.MLX, engines_dir, plan=other, pip_args=offline(wheels)))
+    assert "No matching distribution found for mlx-lm==9.9.9" in failed.value.detail
     assert failed.value.tail and len(failed.value.tail) <= 20
     assert detect_mlx(engines_dir)[0][0][3] == "0.0.1"
 
@@ -94,20 +96,74 @@ def test_install_detect_fail_and_remove(tmp_path: Path, engines_dir: Path) -> No
 def test_a_failed_first_install_removes_the_new_environment(
     tmp_path: Path, engines_dir: Path
 ) -> None:
-    wheels = fake_mlx_wheels(tmp_path / "wheels")
+    wheels, _ = mlx_wheels_and_pins(tmp_path)
     events = Events()
+    # The real pins of vLLM: its packages are not among the test's wheels.
+    plan = plan_python_engine(EngineId.VLLM)
+    assert plan.hash_check == HashCheck.ALL
     with pytest.raises(PipError, match="exit 1"):
         run(
             install_python_engine(
-                EngineId.VLLM,
-                engines_dir,
-                packages=["no-such-engine"],
-                pip_args=offline(wheels),
-                on_progress=events,
+                EngineId.VLLM, engines_dir, plan=plan, pip_args=offline(wheels), on_progress=events
             )
         )
-    assert any("no-such-engine" in (e.line or "") for e in events)
+    assert any("No matching distribution" in (e.line or "") for e in events)
     assert not (engines_dir / "venvs" / "vllm").exists()
+
+
+def test_pins_of_the_engine_alone_check_it_and_say_its_dependencies_are_not(
+    tmp_path: Path, engines_dir: Path
+) -> None:
+    wheels, pins = mlx_wheels_and_pins(tmp_path)
+    # Where a platform could not be locked, the pins hold the engine's own packages.
+    write_pins(
+        pins,
+        "mlx",
+        [wheels / "mlx_lm-0.0.1-py3-none-any.whl", wheels / "mlx-0.0.2-py3-none-any.whl"],
+        coverage="top-level",
+        why="no resolution for this platform",
+    )
+    events = Events()
+    plan = plan_python_engine(EngineId.MLX, pins_dir=pins)
+    assert plan.hash_check == HashCheck.TOP_LEVEL
+    venv = run(
+        install_python_engine(
+            EngineId.MLX, engines_dir, plan=plan, pip_args=offline(wheels), on_progress=events
+        )
+    )
+    assert (venv.version, venv.hash_check) == ("0.0.1", HashCheck.TOP_LEVEL)
+    lines = [e.line for e in events if e.line is not None]
+    assert lines[0] == (
+        "Warning: the dependencies of mlx-lm 0.0.1 are not hash-pinned for Linux x86_64 "
+        "(no resolution for this platform): pip installs them from the package index "
+        "without checking their hashes."
+    )
+    assert events[-1].message.endswith("; its dependencies were not hash-checked")
+    pip_runs = [e.message for e in events if e.message.startswith("pip install")]
+    assert len(pip_runs) == 2 and "--require-hashes --only-binary=:all: --no-deps" in pip_runs[0]
+    assert pip_runs[1].endswith("mlx-lm==0.0.1 mlx==0.0.2")
+
+
+def test_an_unverified_version_is_installed_with_a_warning(
+    tmp_path: Path, engines_dir: Path
+) -> None:
+    wheels, pins = mlx_wheels_and_pins(tmp_path)
+    write_wheel(wheels, "mlx-lm", "0.0.9", {"mlx_lm/__init__.py": "", "mlx_lm/server.py": ""})
+    with pytest.raises(InvalidInputError, match=r"mlx_lm.server\) 0.0.9 is not the version"):
+        plan_python_engine(EngineId.MLX, version="0.0.9", pins_dir=pins)
+    events = Events()
+    plan = plan_python_engine(EngineId.MLX, version="0.0.9", unverified=True, pins_dir=pins)
+    venv = run(
+        install_python_engine(
+            EngineId.MLX, engines_dir, plan=plan, pip_args=offline(wheels), on_progress=events
+        )
+    )
+    assert (venv.version, venv.hash_check) == ("0.0.9", HashCheck.NONE)
+    assert next(e.line for e in events if e.line is not None) == (
+        "Warning: mlx-lm 0.0.9 is installed instead of the pinned 0.0.1, NOT verified: pip "
+        "installs it and its dependencies without checking any hash."
+    )
+    assert events[-1].message.endswith("; nothing was hash-checked")
 
 
 def test_cancelling_while_pip_bootstraps_removes_the_environment(engines_dir: Path) -> None:

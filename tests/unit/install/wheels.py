@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import platform
 import zipfile
 from pathlib import Path
+
+from roundhouse.api.engines import EngineId
+from roundhouse.core.engines.install.pins import pins_path
 
 
 def write_wheel(
@@ -64,3 +68,34 @@ def fake_mlx_wheels(folder: Path) -> Path:
     )
     write_wheel(folder, "mlx-cpu", "0.0.2", {"mlx_cpu/__init__.py": ""})
     return folder
+
+
+def write_pins(
+    pins_dir: Path,
+    engine: str,
+    wheels: list[Path],
+    *,
+    coverage: str = "all",
+    why: str | None = None,
+) -> Path:
+    """A pins file for this machine, as installers/refresh_engine_pins.py writes them, pinning
+    each wheel at its version with the sha256 of its bytes: pip's hash checks are real."""
+    lines = [f"# Test pins for {engine}.", f"# pins: {coverage}"]
+    if why is not None:
+        lines.append(f"# why: {why}")
+    for wheel in wheels:
+        name, version = wheel.name.split("-")[:2]
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        lines += [f"{name.replace('_', '-')}=={version} \\", f"    --hash=sha256:{digest}"]
+        lines.append("    # via the test")
+    path = pins_path(pins_dir, EngineId(engine), platform.system(), platform.machine())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def mlx_wheels_and_pins(folder: Path) -> tuple[Path, Path]:
+    """The fake mlx wheels in `folder/wheels` and pins of all three in `folder/pins`."""
+    wheels = fake_mlx_wheels(folder / "wheels")
+    write_pins(folder / "pins", "mlx", sorted(wheels.glob("*.whl")))
+    return wheels, folder / "pins"

@@ -46,6 +46,14 @@ class PipError(InstallError):
         self.tail = tuple(tail)
 
 
+class HashMismatchError(PipError):
+    """pip refused a download whose sha256 is not the one the release pins; nothing of it
+    was installed."""
+
+    title = "Download does not match its pinned hash"
+    status = 502
+
+
 class InstallBusyError(ConflictError):
     """Another install or removal of the same engine is running."""
 

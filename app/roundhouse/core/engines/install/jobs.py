@@ -25,7 +25,11 @@ from roundhouse.api.installs import (
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.engines.install.errors import InstallBusyError
 from roundhouse.core.engines.install.llamacpp import install_llamacpp, plan_llamacpp_install
-from roundhouse.core.engines.install.venvs import install_python_engine
+from roundhouse.core.engines.install.venvs import (
+    PipPlan,
+    install_python_engine,
+    plan_python_engine,
+)
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
 
 log = logging.getLogger(__name__)
@@ -88,11 +92,14 @@ class InstallJobs:
         on_installed: Callable[[], Awaitable[object]],
         *,
         releases_url: str | None = None,
+        pins_dir: Path | None = None,
     ) -> None:
         self._engines_dir = engines_dir
         self._inventory = inventory
         self._on_installed = on_installed
         self._releases_url = releases_url
+        # None: $ROUNDHOUSE_ENGINE_PINS, else the pins this release ships.
+        self._pins_dir = pins_dir
         self._jobs: dict[str, _Job] = {}
 
     def start(self, engine: EngineId, request: InstallRequest) -> InstallJob:
@@ -103,15 +110,31 @@ class InstallJobs:
             )
         if engine not in (EngineId.LLAMA_CPP, *PYTHON_ENGINES):
             raise InvalidInputError(f"{engine.value} is not something Roundhouse installs.")
+        if engine == EngineId.LLAMA_CPP and request.version is not None:
+            raise InvalidInputError(
+                "A llama.cpp build is chosen by its release tag, not a version."
+            )
         for job in self._jobs.values():
             if job.engine == engine and job.state == JobState.RUNNING:
                 raise InstallBusyError(
                     f"{engine.value} is being installed already (job {job.id}); wait for it "
                     "or cancel it."
                 )
+        # Planned now: a version that is not pinned is refused before any job starts.
+        pip_plan = (
+            None
+            if engine == EngineId.LLAMA_CPP
+            else plan_python_engine(
+                engine,
+                version=request.version,
+                unverified=request.unverified,
+                pins_dir=self._pins_dir,
+            )
+        )
         job = _Job(id=uuid.uuid4().hex[:12], engine=engine, started_at=time.time())
+        job.plan = pip_plan.summary if pip_plan is not None else None
         self._jobs[job.id] = job
-        job.task = asyncio.create_task(self._run(job, request), name=f"install-{job.id}")
+        job.task = asyncio.create_task(self._run(job, request, pip_plan), name=f"install-{job.id}")
         self._trim()
         return job.snapshot()
 
@@ -157,9 +180,9 @@ class InstallJobs:
             job.line_count += 1
         job.touch()
 
-    async def _run(self, job: _Job, request: InstallRequest) -> None:
+    async def _run(self, job: _Job, request: InstallRequest, pip_plan: PipPlan | None) -> None:
         try:
-            if job.engine == EngineId.LLAMA_CPP:
+            if pip_plan is None:
                 inventory = await self._inventory()
                 plan = await plan_llamacpp_install(
                     inventory,
@@ -170,12 +193,16 @@ class InstallJobs:
                 job.plan = f"{plan.release.tag}: {plan.choice.asset.name} ({plan.choice.reason})"
                 job.touch()
                 job.build = await install_llamacpp(
-                    self._engines_dir, plan, on_progress=lambda e: self._progress(job, e)
+                    self._engines_dir,
+                    plan,
+                    on_progress=lambda e: self._progress(job, e),
+                    allow_unverified=request.unverified,
                 )
             else:
                 job.venv = await install_python_engine(
                     job.engine,
                     self._engines_dir,
+                    plan=pip_plan,
                     python=request.python,
                     on_progress=lambda e: self._progress(job, e),
                 )
