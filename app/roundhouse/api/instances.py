@@ -98,10 +98,35 @@ class InstanceInfo(_Frozen):
         default=None,
         description="after a load: the engine's own buffers per device beside the estimate",
     )
+    may_serve_presets: bool = Field(
+        default=True,
+        description="whether the gateway may send it a request for a model a saved preset "
+        "starts; false for an engine Roundhouse did not start until the user allows it",
+    )
+    unprotected: str | None = Field(
+        default=None,
+        description="for an engine Roundhouse did not start: why Roundhouse cannot guard it "
+        "and what to do, in words; None for the engines Roundhouse runs",
+    )
+    warnings: list[str] = Field(
+        default=[], description="what the user should know about it, in words"
+    )
 
 
 class InstanceList(_Frozen):
     instances: list[InstanceInfo]
+    left_out: list[str] = Field(
+        default=[],
+        description="after a scan: engines found running that Roundhouse does not use, and "
+        "why (another user's, listening beyond loopback), in words",
+    )
+
+
+class PresetRouting(_Frozen):
+    """`PUT /api/v1/instances/{id}/may-serve-presets`: whether an engine Roundhouse did not
+    start may serve the models that saved presets start."""
+
+    allowed: bool
 
 
 class InstanceLogs(_Frozen):
@@ -137,6 +162,10 @@ class AddEndpointRequest(_Frozen):
     url: str = Field(min_length=1, description="its base URL, e.g. http://127.0.0.1:1234")
     api_key: str | None = Field(default=None, description="kept in the OS keyring")
     name: str | None = None
+    may_serve_presets: bool = Field(
+        default=False,
+        description="let the gateway send it requests for models that saved presets start",
+    )
 
 
 class InstanceMetrics(_Frozen):

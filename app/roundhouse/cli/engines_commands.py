@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from roundhouse.cli.engines_install import builds, install, remove, use
-from roundhouse.cli.engines_instances import attach, logs, memory, metrics, presets, stop
+from roundhouse.cli.engines_instances import (
+    allow_presets,
+    attach,
+    logs,
+    memory,
+    metrics,
+    presets,
+    stop,
+)
 from roundhouse.cli.engines_start import restart, start
 
 
@@ -35,7 +43,9 @@ def list_engines(ctx: click.Context, as_json: bool = False, refresh: bool = Fals
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def ps(ctx: click.Context, as_json: bool) -> None:
-    """List running instances: id, engine, model, status, address, uptime, memory."""
+    """List running instances: id, engine, model, status, address, uptime, memory, origin.
+
+    Engines Roundhouse did not start are marked unprotected, with what to do below."""
     from roundhouse.cli.instances_view import instances_view
     from roundhouse.cli.main import show_from_daemon
 
@@ -47,7 +57,10 @@ def ps(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def scan(ctx: click.Context, as_json: bool) -> None:
     """Look for engines already running (Ollama, llama-server, vLLM, SGLang, mlx_lm) and
-    list every instance with them."""
+    list every instance with them.
+
+    Only engines that run as you and listen on loopback only are used; the others are named
+    below the table with why."""
     from roundhouse.cli.instances_view import instances_view
     from roundhouse.cli.main import show_from_daemon
 
@@ -59,6 +72,7 @@ for _command in (
     restart,
     stop,
     attach,
+    allow_presets,
     metrics,
     memory,
     logs,

@@ -1,4 +1,5 @@
-"""`roundhouse engines stop|attach|metrics|memory|logs|presets`: work with running instances."""
+"""`roundhouse engines stop|attach|allow-presets|metrics|memory|logs|presets`: work with running
+instances."""
 
 from __future__ import annotations
 
@@ -60,6 +61,11 @@ def stop(
 @click.option("--name", help="A name to show for it (default: the URL).")
 @click.option("--ask-key", is_flag=True, help="Ask for an API key (hidden); kept in the keyring.")
 @click.option("--api-key-stdin", is_flag=True, help="Read the API key from standard input.")
+@click.option(
+    "--may-serve-presets",
+    is_flag=True,
+    help="Let the gateway send it requests for models that your presets start.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the endpoint as JSON.")
 @click.pass_context
 def attach(
@@ -68,10 +74,14 @@ def attach(
     name: str | None,
     ask_key: bool,
     api_key_stdin: bool,
+    may_serve_presets: bool,
     as_json: bool,
 ) -> None:
     """Attach to an OpenAI-compatible server Roundhouse does not run (LM Studio, Jan,
-    LocalAI, another machine). `roundhouse engines stop ID` detaches it again."""
+    LocalAI, another machine). `roundhouse engines stop ID` detaches it again.
+
+    The gateway sends it requests for the models it lists, except those a saved preset
+    starts, unless --may-serve-presets (or `engines allow-presets ID` later)."""
     import sys
 
     from roundhouse.api.instances import AddEndpointRequest
@@ -87,7 +97,10 @@ def attach(
 
     async def main() -> InstanceInfo:
         async with daemon_client(ctx) as client:
-            return await client.add_endpoint(AddEndpointRequest(url=url, api_key=key, name=name))
+            request = AddEndpointRequest(
+                url=url, api_key=key, name=name, may_serve_presets=may_serve_presets
+            )
+            return await client.add_endpoint(request)
 
     info = run_async(main())
     if as_json:
@@ -95,6 +108,47 @@ def attach(
         return
     served = ", ".join(info.models) or "no model listed"
     console.print(f"Attached {info.id}: {info.base_url} serves {served}.", highlight=False)
+    print_warnings(info)
+
+
+@click.command("allow-presets")
+@click.argument("instance_id")
+@click.option("--off", is_flag=True, help="Stop letting it serve them.")
+@click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
+@click.pass_context
+def allow_presets(ctx: click.Context, instance_id: str, off: bool, as_json: bool) -> None:
+    """Let an engine Roundhouse did not start serve the models your presets start.
+
+    Until then the gateway starts a preset's model itself, even when an engine found running
+    or attached lists the same name: another program must not take those requests unasked.
+    Remembered for that engine at that address; --off takes it back."""
+    from roundhouse.cli.output import console, print_json
+
+    async def main() -> InstanceInfo:
+        async with daemon_client(ctx) as client:
+            return await client.allow_presets(await resolve_id(client, instance_id), not off)
+
+    info = run_async(main())
+    if as_json:
+        print_json(info)
+        return
+    where = f"{info.engine.value} at {info.url}"
+    if info.may_serve_presets:
+        console.print(f"{where} may now serve the models your presets start.", highlight=False)
+    else:
+        console.print(
+            f"{where} no longer serves the models your presets start: the gateway starts "
+            "them itself.",
+            highlight=False,
+        )
+
+
+def print_warnings(info: InstanceInfo) -> None:
+    """The daemon's warnings about an instance, on standard error, each on its own line."""
+    from roundhouse.cli.output import err_console
+
+    for warning in info.warnings:
+        err_console.print(f"[yellow]Warning:[/] {warning}", highlight=False)
 
 
 @click.command()

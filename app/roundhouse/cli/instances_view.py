@@ -6,7 +6,9 @@ import time
 from collections.abc import Callable
 from pathlib import PurePath
 
+from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from roundhouse.api.engines import InstanceOptions
 from roundhouse.api.installs import BuildList
@@ -34,9 +36,44 @@ def _short_model(model: str | None) -> str:
     return PurePath(model).name if "/" in model and model.startswith(("/", "~", ".")) else model
 
 
-def instances_view(answer: InstanceList) -> Table | str:
+def _origin(info: InstanceInfo) -> str:
+    """started, adopted, or external marked unprotected (and whether it serves presets)."""
+    if info.unprotected is None:
+        return info.origin.value
+    presets = ", serves presets" if info.may_serve_presets else ""
+    return f"{info.origin.value} [yellow]unprotected[/]{presets}"
+
+
+def instance_notes(answer: InstanceList) -> list[Text]:
+    """Below the table: why engines are unprotected and what to do, the daemon's warnings,
+    and the engines a scan left out with why."""
+    notes: list[Text] = []
+    unprotected: dict[str, list[str]] = {}
+    for info in answer.instances:
+        if info.unprotected:
+            unprotected.setdefault(info.unprotected, []).append(info.id)
+    for words, ids in unprotected.items():
+        notes.append(Text.assemble(("Unprotected", "yellow"), f" ({', '.join(ids)}): {words}"))
+    if any(i.unprotected and not i.may_serve_presets for i in answer.instances):
+        notes.append(
+            Text(
+                "Engines Roundhouse did not start never serve a model your presets start; "
+                "`roundhouse engines allow-presets ID` lets one."
+            )
+        )
+    for info in answer.instances:
+        for warning in info.warnings:
+            notes.append(Text.assemble(("Warning", "yellow"), f" ({info.id}): {warning}"))
+    for line in answer.left_out:
+        notes.append(Text.assemble(("Left out", "yellow"), f": {line}"))
+    return notes
+
+
+def instances_view(answer: InstanceList) -> RenderableType:
+    notes = instance_notes(answer)
     if not answer.instances:
-        return "No instances. Start one with `roundhouse engines start ENGINE --model MODEL`."
+        empty = "No instances. Start one with `roundhouse engines start ENGINE --model MODEL`."
+        return Group(empty, *notes) if notes else empty
     table = Table(title="Instances", title_justify="left")
     for column in ("ID", "Engine", "Model", "Status", "Base URL", "Up", "Memory", "Origin"):
         table.add_column(column)
@@ -59,9 +96,9 @@ def instances_view(answer: InstanceList) -> Table | str:
             info.base_url,
             up,
             memory,
-            info.origin.value,
+            _origin(info),
         )
-    return table
+    return Group(table, *notes) if notes else table
 
 
 def presets_view(answer: PresetList) -> Table | str:

@@ -38,6 +38,7 @@ from roundhouse.api.instances import (
     InstanceMetrics,
     Preset,
     PresetList,
+    PresetRouting,
     StartRequest,
 )
 from roundhouse.api.ollama import (
@@ -223,6 +224,12 @@ class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin, 
     async def add_endpoint(self, request: AddEndpointRequest) -> InstanceInfo:
         body = request.model_dump_json(exclude_none=True)
         return await self._request("POST", "/endpoints", InstanceInfo, content=body, headers=JSON)
+
+    async def allow_presets(self, instance_id: str, allowed: bool) -> InstanceInfo:
+        """Let an engine Roundhouse did not start serve preset models (or stop letting it)."""
+        body = PresetRouting(allowed=allowed).model_dump_json()
+        path = f"/instances/{instance_id}/may-serve-presets"
+        return await self._request("PUT", path, InstanceInfo, content=body, headers=JSON)
 
     async def restart_instance(self, instance_id: str) -> InstanceInfo:
         return await self._request(

@@ -104,6 +104,15 @@ class InstancesMixin(TasksMixin):
         """Attach an OpenAI-compatible server; answers with its InstanceInfo."""
         return self._call("attach a server", lambda c: c.add_endpoint(request), self._put_instance)
 
+    def allow_presets(self, instance_id: str, allowed: bool) -> Call:
+        """Let an engine Roundhouse did not start serve preset models, or not; answers with
+        its InstanceInfo."""
+
+        def change(client: DaemonClient) -> Awaitable[InstanceInfo]:
+            return client.allow_presets(instance_id, allowed)
+
+        return self._call("change what an engine serves", change, self._put_instance)
+
     def instance_metrics(self, instance_id: str) -> Call:
         """Answers with InstanceMetrics; a 404 problem for engines that serve none."""
         return self._call("read an engine's metrics", lambda c: c.instance_metrics(instance_id))

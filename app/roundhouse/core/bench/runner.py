@@ -99,8 +99,14 @@ async def send_one(
     try:
         for attempt in range(1, SEND_ATTEMPTS + 1):
             try:
+                # A redirect is not followed: the key goes only to the address chosen, and
+                # the 3xx is recorded as the request's error.
                 response = await session.post(
-                    target.base_url + path, json=body, headers=headers, timeout=timeout
+                    target.base_url + path,
+                    json=body,
+                    headers=headers,
+                    timeout=timeout,
+                    allow_redirects=False,
                 )
                 break
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):

@@ -27,7 +27,7 @@ from roundhouse.core.gateway.jit import POLL_S, READY_MARGIN_S, Starter
 from roundhouse.core.gateway.library import StartableSource, find, preset_library
 from roundhouse.core.gateway.listing import Listed, list_models
 from roundhouse.core.gateway.residency import expired
-from roundhouse.core.gateway.router import COMING, Route, by_preference, names_of, route
+from roundhouse.core.gateway.router import COMING, Route, route, serving
 from roundhouse.core.gateway.scheduler import Lease, Scheduler
 from roundhouse.core.gateway.upstream import (
     HEADERS_TIMEOUT_S,
@@ -110,7 +110,12 @@ class Gateway:
         )
 
     def route(self, model: str) -> Route:
-        return route(self.instances.all(memory=False), model)
+        return route(self.instances.all(memory=False), model, self._is_preset)
+
+    def _is_preset(self, model: str) -> bool:
+        """Whether a saved preset starts `model`: then only an engine Roundhouse runs, or
+        one the user allowed, may serve it (`router.serving`)."""
+        return find(self.library(), model) is not None
 
     # -- admitting a request --------------------------------------------------------------
 
@@ -149,7 +154,7 @@ class Gateway:
         while True:
             instances = self.instances.all(memory=False)
             try:
-                return route(instances, model)
+                return route(instances, model, self._is_preset)
             except ModelNotReady as exc:
                 if not jit:
                     raise
@@ -201,8 +206,7 @@ class Gateway:
                 f"{exc.message.removesuffix(' Retry in a moment.')} The request waited the "
                 "longest the gateway allows (setting queue_timeout_s); retry in a moment."
             )
-        coming = [i for i in by_preference(instances) if i.status in COMING]
-        info = next(i for i in coming if model in names_of(i))
+        info = next(i for i in serving(instances, model, self._is_preset) if i.status in COMING)
         with self.scheduler.pending(info.id):
             await asyncio.sleep(POLL_S)
 
@@ -300,19 +304,28 @@ class Gateway:
             # Bounds the send (see HEADERS_TIMEOUT_S): up to the reply's headers only.
             async with asyncio.timeout(HEADERS_TIMEOUT_S):
                 try:
-                    response = await client.post(url, data=body, headers=headers)
+                    response = await client.post(
+                        url, data=body, headers=headers, allow_redirects=False
+                    )
                 except aiohttp.ClientConnectorError:
                     raise  # no connection could be made: nothing stale to retry
                 except STALE_CONNECTION:
                     # A kept-alive connection the engine closed as it was reused (cpp-httplib
                     # ends one after a few requests): nothing was answered, so it is sent
                     # once more, on a fresh connection, as browsers and urllib3 do.
-                    response = await client.post(url, data=body, headers=headers)
+                    response = await client.post(
+                        url, data=body, headers=headers, allow_redirects=False
+                    )
         except UPSTREAM_ERRORS as exc:
             raise UpstreamFailed(
                 f"The {info.engine.value} instance {info.id} at {info.base_url} did not answer: "
                 f"{_why(exc)}."
             ) from exc
+        if 300 <= response.status < 400:
+            # Not followed: the request, and an endpoint's key, go only where the user chose.
+            location = response.headers.get("location")
+            response.close()
+            raise UpstreamFailed(redirect_refused(info, location))
         return UpstreamReply(response)
 
     async def aclose(self) -> None:
@@ -328,6 +341,18 @@ def check_interval(ttl_s: float) -> float:
     if ttl_s <= 0:
         return 5.0
     return min(5.0, max(0.25, ttl_s / 4))
+
+
+def redirect_refused(info: InstanceInfo, location: str | None) -> str:
+    """Why a reply that redirects elsewhere is not followed, and what to do."""
+    # The server writes the address: it is shown cut short, never followed.
+    where = f" to {location[:200]}" if location else ""
+    return (
+        f"The {info.engine.value} instance {info.id} at {info.base_url} answered with a "
+        f"redirect{where}. The gateway does not follow redirects, so that a request and its "
+        "key go only to the address you chose: attach the address it redirects to instead, "
+        "if you trust it."
+    )
 
 
 def _why(exc: BaseException) -> str:

@@ -35,9 +35,12 @@ def list_models(
 ) -> list[Listed]:
     """Each model id once: serving and loading instances first (started before found),
     then the library's models nothing runs. An instance that runs a library model is
-    listed under the library's id, so a model keeps its name whether it runs or not."""
+    listed under the library's id, so a model keeps its name whether it runs or not. An
+    engine Roundhouse did not start, unless the user allowed it, neither claims nor lists a
+    name a preset starts: requests for it start the preset's model (see `router.serving`)."""
     out: dict[str, Listed] = {}
     claimed: set[tuple[EngineId, str]] = set()
+    reserved = {name for s in startables for name in (s.id, *s.names)}
     for info in by_preference(instances):
         if info.status == InstanceStatus.READY:
             state = ModelState.SERVING
@@ -45,12 +48,15 @@ def list_models(
             state = ModelState.LOADING
         else:
             continue
-        names = names_of(info)
-        matches = [s for s in startables if s.names & names]
-        claimed |= {s.key for s in matches}
-        # Ollama serves many models by tag: those are its names already.
-        library = matches[0] if matches and info.engine != EngineId.OLLAMA else None
-        ids = [library.id] if library else _own_ids(info)
+        library: Startable | None = None
+        if info.may_serve_presets:
+            matches = [s for s in startables if s.names & names_of(info)]
+            claimed |= {s.key for s in matches}
+            # Ollama serves many models by tag: those are its names already.
+            library = matches[0] if matches and info.engine != EngineId.OLLAMA else None
+            ids = [library.id] if library else _own_ids(info)
+        else:
+            ids = [m for m in _own_ids(info) if m not in reserved]
         for model_id in ids:
             entry = GatewayModel(
                 id=model_id,

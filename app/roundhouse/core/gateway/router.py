@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -19,6 +20,7 @@ __all__ = [
     "listed",
     "names_of",
     "route",
+    "serving",
 ]
 
 # Engines Roundhouse started answer first: their lifetime and output are ours to manage.
@@ -75,13 +77,33 @@ def _upstream_name(info: InstanceInfo, requested: str) -> str:
     return info.models[0]
 
 
-def route(instances: list[InstanceInfo], model: str) -> Route:
-    """The ready instance that serves `model`, started ones before found ones."""
-    serving = [i for i in by_preference(instances) if model in names_of(i)]
-    ready = [i for i in serving if i.status == InstanceStatus.READY]
+def _no_preset(_: str) -> bool:
+    return False
+
+
+def serving(
+    instances: list[InstanceInfo], model: str, is_preset: Callable[[str], bool] = _no_preset
+) -> list[InstanceInfo]:
+    """The instances a request for `model` may go to, the preferred first. A model that a
+    saved preset starts (`is_preset`) never goes to an engine Roundhouse did not start unless
+    the user allowed that one: another program must not take a name the user set up to run
+    here. `is_preset` is asked only when such an engine lists the name."""
+    named = [i for i in by_preference(instances) if model in names_of(i)]
+    if any(not i.may_serve_presets for i in named) and is_preset(model):
+        return [i for i in named if i.may_serve_presets]
+    return named
+
+
+def route(
+    instances: list[InstanceInfo], model: str, is_preset: Callable[[str], bool] = _no_preset
+) -> Route:
+    """The ready instance that serves `model`, started ones before found ones; see `serving`
+    for `is_preset`."""
+    serving_it = serving(instances, model, is_preset)
+    ready = [i for i in serving_it if i.status == InstanceStatus.READY]
     if ready:
         return Route(ready[0], _upstream_name(ready[0], model))
-    coming = [i for i in serving if i.status in COMING]
+    coming = [i for i in serving_it if i.status in COMING]
     if coming:
         info = coming[0]
         raise ModelNotReady(

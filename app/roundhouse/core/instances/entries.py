@@ -14,6 +14,7 @@ from roundhouse.api.external import AttachSource
 from roundhouse.api.instance_memory import InstanceMemory
 from roundhouse.api.instances import ExitInfo, InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.core.errors import NotFoundError
+from roundhouse.core.instances.exposure import entry_warnings, unprotected_words
 from roundhouse.core.instances.manager import Instance
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, Progress, RestartPolicy
 
@@ -60,6 +61,9 @@ class InstanceEntry:
     probe_status: str | None = None
     # What the engine allocated at its last load, beside the estimate.
     memory: InstanceMemory | None = None
+    # Whether the gateway may route a model a preset starts to it: ours always; one we did
+    # not start only once the user allowed it.
+    may_serve_presets: bool = True
 
 
 class InstanceTable:
@@ -138,6 +142,9 @@ class InstanceTable:
             name=entry.name,
             needs_api_key=entry.needs_api_key,
             memory=entry.memory,
+            may_serve_presets=entry.may_serve_presets,
+            unprotected=unprotected_words(entry),
+            warnings=entry_warnings(entry),
         )
 
 

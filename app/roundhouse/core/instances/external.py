@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -18,19 +19,24 @@ from roundhouse.api.instances import (
     InstanceOrigin,
     InstanceStatus,
 )
-from roundhouse.core.engines.attach import find_running_engines, probe_openai_endpoint
+from roundhouse.core.engines.attach import RunningEngines, look_for_engines, probe_openai_endpoint
 from roundhouse.core.errors import ConflictError, RoundhouseError
 from roundhouse.core.instances.endpoints import (
     EndpointStore,
+    PresetRoute,
     SavedEndpoint,
     endpoint_id,
     endpoint_secret_name,
 )
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
+from roundhouse.core.instances.exposure import entry_warnings
 from roundhouse.core.instances.manager import terminate_tree
 
-# Finds engines already running that are not ours (the pids given are ours).
-Scanner = Callable[[frozenset[int]], Awaitable[list[ExternalEngine]]]
+log = logging.getLogger(__name__)
+
+# Finds engines already running that are not ours (the pids given are ours), and those it
+# leaves out (another user's, listening beyond loopback).
+Scanner = Callable[[frozenset[int]], Awaitable[RunningEngines]]
 # Reads, writes and deletes secrets (the OS keyring); blocking calls.
 SecretGet = Callable[[str], "str | None"]
 SecretSet = Callable[[str, str], None]
@@ -39,8 +45,8 @@ SecretDelete = Callable[[str], bool]
 EXTERNAL_STOP_GRACE_S = 10.0
 
 
-async def scan_this_machine(ours: frozenset[int]) -> list[ExternalEngine]:
-    return await find_running_engines(exclude_pids=ours)
+async def scan_this_machine(ours: frozenset[int]) -> RunningEngines:
+    return await look_for_engines(exclude_pids=ours)
 
 
 class ExternalInstances:
@@ -59,25 +65,30 @@ class ExternalInstances:
         self._scanner = scanner
         self._secrets = secrets
         self._scan_lock = asyncio.Lock()
+        # Why the last scan left engines out, in words; each is logged once, when new.
+        self.left_out: list[str] = []
 
     async def scan(self) -> list[InstanceInfo]:
         """Look again for engines that run without us, and re-probe added endpoints."""
         entries = self._table.entries
         async with self._scan_lock:
             ours = frozenset(self._table.running_pids())
-            found, endpoints = await asyncio.gather(self._scanner(ours), self._probe_endpoints())
+            found, endpoints, allowed = await asyncio.gather(
+                self._scanner(ours), self._probe_endpoints(), self._preset_routes()
+            )
             for old in [e for e in entries.values() if e.origin == InstanceOrigin.EXTERNAL]:
                 if old.status != InstanceStatus.STOPPING:
                     entries.pop(old.id, None)
             # Ours again, now: an instance may have been spawned while the scan ran (a
             # just-in-time start), and one spawned but not yet recorded is still our child.
             ours = frozenset(self._table.running_pids())
-            for engine in found:
+            for engine in found.engines:
                 if engine.pid is not None and (engine.pid in ours or _is_our_child(engine.pid)):
                     continue
-                self._add(engine)
+                self._add(engine, allowed=allowed)
             for saved, engine in endpoints:
-                self._add(engine, saved)
+                self._add(engine, saved, allowed=allowed)
+            self._note_left_out([str(e) for e in found.left_out if e.pid not in ours])
         return [
             self._table.info(e.id) for e in entries.values() if e.origin == InstanceOrigin.EXTERNAL
         ]
@@ -96,7 +107,36 @@ class ExternalInstances:
             setter = self._secret_fns()[1]
             await asyncio.to_thread(setter, saved.secret_name, request.api_key)
         await asyncio.to_thread(self._endpoints.save, saved)
-        return self._table.info(self._add(engine, saved))
+        route = PresetRoute(engine=engine.engine, url=engine.base_url)
+        await asyncio.to_thread(self._endpoints.allow_presets, route, request.may_serve_presets)
+        entry_id = self._add(
+            engine, saved, allowed=frozenset({route}) if request.may_serve_presets else frozenset()
+        )
+        for warning in entry_warnings(self._table.get(entry_id)):
+            log.warning("Attached %s: %s", engine.base_url, warning)
+        return self._table.info(entry_id)
+
+    async def allow_presets(self, instance_id: str, allowed: bool) -> InstanceInfo:
+        """Let an engine Roundhouse did not start serve the models presets start (or stop
+        letting it); remembered by its engine and URL across scans and restarts."""
+        entry = self._table.get(instance_id)
+        if entry.origin != InstanceOrigin.EXTERNAL:
+            raise ConflictError(
+                f"Roundhouse runs instance {instance_id} itself: it serves preset models "
+                "anyway. Only an engine Roundhouse did not start needs to be allowed."
+            )
+        if self._endpoints is None:
+            raise ConflictError("This daemon keeps no settings for engines it did not start.")
+        route = PresetRoute(engine=entry.engine, url=entry.base_url)
+        await asyncio.to_thread(self._endpoints.allow_presets, route, allowed)
+        entry.may_serve_presets = allowed
+        log.info(
+            "%s at %s %s serve models that presets start",
+            entry.engine.value,
+            entry.base_url,
+            "may now" if allowed else "no longer may",
+        )
+        return self._table.info(instance_id)
 
     async def endpoint_key(self, instance_id: str) -> str | None:
         """The API key of an added endpoint (for the gateway), None when it has none."""
@@ -137,6 +177,19 @@ class ExternalInstances:
             ) from exc
         await terminate_tree(process, EXTERNAL_STOP_GRACE_S)
 
+    def _note_left_out(self, words: list[str]) -> None:
+        """Keep why engines were left out, logging each once: scans repeat every few
+        seconds while the gateway looks for a model."""
+        for line in words:
+            if line not in self.left_out:
+                log.info("%s", line)
+        self.left_out = words
+
+    async def _preset_routes(self) -> frozenset[PresetRoute]:
+        if self._endpoints is None:
+            return frozenset()
+        return await asyncio.to_thread(self._endpoints.preset_routes)
+
     async def _probe_endpoints(self) -> list[tuple[SavedEndpoint, ExternalEngine]]:
         if self._endpoints is None:
             return []
@@ -165,6 +218,8 @@ class ExternalInstances:
         saved = {e.url: e for e in await asyncio.to_thread(self._endpoints.load)}
         endpoint = saved.get(url)
         await asyncio.to_thread(self._endpoints.remove, url)
+        route = PresetRoute(engine=EngineId.OPENAI_COMPATIBLE, url=url)
+        await asyncio.to_thread(self._endpoints.allow_presets, route, False)
         if endpoint is not None and endpoint.has_key:
             with contextlib.suppress(RoundhouseError):
                 await asyncio.to_thread(self._secret_fns()[2], endpoint.secret_name)
@@ -176,7 +231,13 @@ class ExternalInstances:
 
         return (secrets.get_secret, secrets.set_secret, secrets.delete_secret)
 
-    def _add(self, engine: ExternalEngine, saved: SavedEndpoint | None = None) -> str:
+    def _add(
+        self,
+        engine: ExternalEngine,
+        saved: SavedEndpoint | None = None,
+        *,
+        allowed: frozenset[PresetRoute],
+    ) -> str:
         entry_id = endpoint_id(engine.base_url)
         host, _, port = engine.base_url.split("://", 1)[1].split("/", 1)[0].rpartition(":")
         self._table.entries[entry_id] = InstanceEntry(
@@ -199,6 +260,7 @@ class ExternalInstances:
             needs_api_key=engine.needs_api_key,
             has_key=saved.has_key if saved else False,
             probe_status=engine.status or None,
+            may_serve_presets=PresetRoute(engine=engine.engine, url=engine.base_url) in allowed,
         )
         return entry_id
 

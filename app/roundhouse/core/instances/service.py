@@ -224,6 +224,14 @@ class InstanceService:
             return await self._external.endpoint_key(instance_id)
         return self._manager.engine_key(instance_id)
 
+    async def allow_presets(self, instance_id: str, allowed: bool) -> InstanceInfo:
+        """Let an engine Roundhouse did not start serve the models presets start, or not."""
+        return await self._external.allow_presets(instance_id, allowed)
+
+    def left_out(self) -> list[str]:
+        """Why the last scan left engines out (another user's, beyond loopback), in words."""
+        return list(self._external.left_out)
+
     # -- recover ------------------------------------------------------------------------
 
     async def recover(self) -> None:

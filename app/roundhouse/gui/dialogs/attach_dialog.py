@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.api.instances import AddEndpointRequest, InstanceInfo
+from roundhouse.base.hosts import key_sent_in_clear
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
@@ -29,6 +31,17 @@ def url_problem(text: str) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return "The address starts with http:// or https:// and names a host."
     return None
+
+
+def key_warning(url: str, key: str) -> str | None:
+    """Why a key given for this URL is at risk, before it is sent; None when it is not."""
+    if not key or url_problem(url) or not key_sent_in_clear(url):
+        return None
+    return (
+        "This key would travel in clear text: the address is plain http:// to another "
+        "machine, so anyone on the network between can read it and your prompts. Use the "
+        "server's https:// address, or an SSH tunnel to 127.0.0.1."
+    )
 
 
 class AttachDialog(QDialog):
@@ -57,6 +70,15 @@ class AttachDialog(QDialog):
         self.key_edit.setToolTip("Kept in the system's keyring, never in a file")
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("optional: how Roundhouse lists it")
+        self.presets_box = QCheckBox("May serve the models my presets start")
+        self.presets_box.setToolTip(
+            "Off: a request for a model one of your presets starts never goes to this server; "
+            "the gateway starts that model itself. Change it later from the row's menu."
+        )
+        self.warning_label = QLabel()
+        self.warning_label.setObjectName("formWarning")
+        self.warning_label.setWordWrap(True)
+        self.warning_label.hide()
         self.problem_label = QLabel()
         self.problem_label.setObjectName("formProblem")
         self.problem_label.setWordWrap(True)
@@ -69,6 +91,7 @@ class AttachDialog(QDialog):
         form.addRow("URL:", self.url_edit)
         form.addRow("API key:", self.key_edit)
         form.addRow("Name:", self.name_edit)
+        form.addRow("", self.presets_box)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.attach_button = QPushButton("Attach")
         self.attach_button.setDefault(True)
@@ -79,9 +102,11 @@ class AttachDialog(QDialog):
         layout.addWidget(intro)
         layout.addLayout(form)
         layout.addWidget(self.problem_label)
+        layout.addWidget(self.warning_label)
         layout.addWidget(self.error_label)
         layout.addWidget(buttons)
         self.url_edit.textChanged.connect(self._check)
+        self.key_edit.textChanged.connect(self._check)
         self._check()
 
     def request(self) -> AddEndpointRequest:
@@ -89,6 +114,7 @@ class AttachDialog(QDialog):
             url=self.url_edit.text().strip(),
             api_key=self.key_edit.text() or None,
             name=self.name_edit.text().strip() or None,
+            may_serve_presets=self.presets_box.isChecked(),
         )
 
     def attach(self) -> None:
@@ -108,6 +134,9 @@ class AttachDialog(QDialog):
         problem = url_problem(self.url_edit.text().strip())
         self.problem_label.setText(problem or "")
         self.problem_label.setVisible(problem is not None)
+        warning = key_warning(self.url_edit.text().strip(), self.key_edit.text())
+        self.warning_label.setText(warning or "")
+        self.warning_label.setVisible(warning is not None)
         self.attach_button.setEnabled(problem is None and self._call is None)
 
     def _on_attach_succeeded(self, info: InstanceInfo) -> None:

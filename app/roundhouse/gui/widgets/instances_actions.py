@@ -8,12 +8,16 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QMenu, QPushButton, QWidget
 
-from roundhouse.api.instances import InstanceInfo, InstanceStatus
+from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.gui.widgets.instances_words import is_endpoint
 
 # The actions on the chosen row, as buttons and in the row's context menu, in this order.
 ROW_ACTIONS = ("stop", "restart", "logs", "metrics", "copy")
 RESTART_TIP = "Stop it and start it again with the same options"
+PRESETS_TIP = (
+    "Let the gateway send this engine, which Roundhouse did not start, the requests for "
+    "models your presets start. Off: the gateway starts those models itself."
+)
 
 
 class InstanceActions:
@@ -53,6 +57,11 @@ class InstanceActions:
             "metrics": QAction("Metrics", parent),
             "copy": QAction("Copy base URL", parent),
         }
+        # Only for an engine Roundhouse did not start, in the row's menu.
+        self.presets_action = QAction("May serve preset models", parent)
+        self.presets_action.setCheckable(True)
+        self.presets_action.setToolTip(PRESETS_TIP)
+        self.presets_action.setVisible(False)
 
     def connect(self, key: str, slot: Callable[[], object]) -> None:
         """Run `slot` from the row action's button and from its menu entry."""
@@ -76,6 +85,9 @@ class InstanceActions:
         menu = QMenu(self._parent)
         for key in ROW_ACTIONS:
             menu.addAction(self._menu_actions[key])
+        if self.presets_action.isVisible():
+            menu.addSeparator()
+            menu.addAction(self.presets_action)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         menu.popup(at)
 
@@ -107,6 +119,10 @@ class InstanceActions:
         for key in ROW_ACTIONS:
             self._buttons[key].setEnabled(enabled[key])
             self._menu_actions[key].setEnabled(enabled[key])
+        external = info is not None and info.origin == InstanceOrigin.EXTERNAL and not failed
+        self.presets_action.setVisible(external)
+        self.presets_action.setEnabled(external and usable)
+        self.presets_action.setChecked(info is not None and external and info.may_serve_presets)
         self.start_button.setEnabled(connected)
         self.scan_button.setEnabled(connected and not scanning)
         self.attach_button.setEnabled(connected)

@@ -15,6 +15,7 @@ from PySide6.QtCore import (
     Qt,
 )
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication, QStyle
 
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.base.units import format_bytes, format_duration
@@ -48,6 +49,8 @@ HEADERS = {
 INSTANCE_ROLE = Qt.ItemDataRole.UserRole + 1
 FAILED_COLOR = QColor("#c62828")
 READY_COLOR = QColor("#2e7d32")
+UNPROTECTED_COLOR = QColor("#b26a00")
+UNPROTECTED_BADGE = "unprotected"
 _NUMERIC = {Column.PORT, Column.UPTIME, Column.MEMORY}
 
 
@@ -88,6 +91,35 @@ def failure_in_words(info: InstanceInfo) -> str:
     if info.last_exit is not None:
         return info.last_exit.message
     return "no reason given"
+
+
+def origin_in_words(info: InstanceInfo) -> str:
+    """'started', 'adopted', or 'external · unprotected' for an engine Roundhouse cannot
+    guard."""
+    if info.unprotected is None:
+        return info.origin.value
+    return f"{info.origin.value} · {UNPROTECTED_BADGE}"
+
+
+def origin_tooltip(info: InstanceInfo) -> str:
+    """Who started it; for an engine Roundhouse did not start, why it is unprotected, what
+    to do, whether it serves preset models, and the daemon's warnings."""
+    if info.origin == InstanceOrigin.ADOPTED:
+        return "Started by an earlier run of the daemon and kept running"
+    if info.origin != InstanceOrigin.EXTERNAL:
+        return "Started by this daemon"
+    lines = ["Not started by Roundhouse: stopping it asks first."]
+    if info.unprotected:
+        lines.append(info.unprotected)
+    if info.may_serve_presets:
+        lines.append("It may serve the models your presets start (right-click to stop that).")
+    else:
+        lines.append(
+            "It never serves a model one of your presets starts: the gateway starts that model "
+            "itself. Right-click it to let it."
+        )
+    lines.extend(info.warnings)
+    return "\n\n".join(lines)
 
 
 def _status_tooltip(info: InstanceInfo) -> str:
@@ -186,6 +218,12 @@ class InstancesModel(QAbstractTableModel):
             if info.status == InstanceStatus.READY:
                 return READY_COLOR
             return None
+        if column == Column.ORIGIN and (info.unprotected or info.warnings):
+            if role == Qt.ItemDataRole.ForegroundRole:
+                return UNPROTECTED_COLOR
+            if role == Qt.ItemDataRole.DecorationRole:
+                style = QApplication.style()
+                return style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
         if role == Qt.ItemDataRole.TextAlignmentRole and column in _NUMERIC:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == INSTANCE_ROLE:
@@ -211,7 +249,7 @@ class InstancesModel(QAbstractTableModel):
             case Column.MEMORY:
                 return format_bytes(info.rss_bytes)
             case Column.ORIGIN:
-                return info.origin.value
+                return origin_in_words(info)
 
     def _uptime(self, info: InstanceInfo) -> str:
         if info.status in (InstanceStatus.FAILED, InstanceStatus.STOPPING):
@@ -236,9 +274,5 @@ class InstancesModel(QAbstractTableModel):
             case Column.MEMORY:
                 return memory_tooltip(info)
             case Column.ORIGIN:
-                if info.origin == InstanceOrigin.ADOPTED:
-                    return "Started by an earlier run of the daemon and kept running"
-                if info.origin == InstanceOrigin.EXTERNAL:
-                    return "Not started by Roundhouse: stopping it asks first"
-                return "Started by this daemon"
+                return origin_tooltip(info)
         return None

@@ -24,7 +24,9 @@ EMPTY_TEXT = "No engine is running. Start one with “Start…” here or on an 
 
 class InstancesSection(QGroupBox):
     """Stop, Restart, Logs, Metrics and Copy base URL act on the selected row; a failed row is
-    dismissed, an attached server detached; stopping an engine Roundhouse did not start asks."""
+    dismissed, an attached server detached; stopping an engine Roundhouse did not start asks.
+    Such an engine is marked unprotected (what to do shows when it is chosen), and its menu
+    lets it serve preset models."""
 
     start_requested = Signal()
 
@@ -62,6 +64,7 @@ class InstancesSection(QGroupBox):
         actions.connect("logs", self.open_logs_of_selected)
         actions.connect("metrics", self.open_metrics_of_selected)
         actions.connect("copy", self.copy_base_url)
+        actions.presets_action.triggered.connect(self.allow_presets_of_selected)
         self.start_button.clicked.connect(self.start_requested)
 
         layout = QVBoxLayout(self)
@@ -124,6 +127,21 @@ class InstancesSection(QGroupBox):
         doing, done = stop_verbs(info)
         self._begin(info, doing)
         call = self._bridge.stop_instance(info.id, force=force)
+        call.succeeded.connect(lambda _: self._end(info, done))
+        call.failed.connect(lambda failure: self._end(info, None, failure))
+
+    def allow_presets_of_selected(self, allowed: bool) -> None:
+        """Let the chosen engine Roundhouse did not start serve preset models, or not."""
+        info = self.selected()
+        if info is None or info.id in self._busy:
+            return
+        self._begin(info, "Changing what the gateway sends to")
+        done = (
+            "may now serve the models your presets start"
+            if allowed
+            else "no longer serves the models your presets start"
+        )
+        call = self._bridge.allow_presets(info.id, allowed)
         call.succeeded.connect(lambda _: self._end(info, done))
         call.failed.connect(lambda failure: self._end(info, None, failure))
 
@@ -227,6 +245,10 @@ class InstancesSection(QGroupBox):
 
     def _on_table_selection_changed(self, _selected: QItemSelection, _: QItemSelection) -> None:
         self._update_actions()
+        info = self.selected()
+        if info is not None and info.unprotected and not self._busy:
+            # What the badge means and what to do, where it is read without hovering.
+            self.message_label.setText(" ".join([info.unprotected, *info.warnings]))
 
     def _on_table_double_clicked(self, index: QModelIndex) -> None:
         self.open_logs(self.model.instance(index.row()))
@@ -254,11 +276,12 @@ class InstancesSection(QGroupBox):
 
     def _on_scan_succeeded(self, listed: InstanceList) -> None:
         found = [i for i in listed.instances if i.origin == InstanceOrigin.EXTERNAL]
-        if not found:
-            self.message_label.setText("No engine runs here without Roundhouse.")
-            return
-        names = ", ".join(f"{i.engine.value} on port {i.port}" for i in found)
-        self.message_label.setText(f"Running without Roundhouse: {names}.")
+        if found:
+            names = ", ".join(f"{i.engine.value} on port {i.port}" for i in found)
+            lines = [f"Running without Roundhouse: {names}."]
+        else:
+            lines = ["No engine runs here without Roundhouse."]
+        self.message_label.setText("\n".join([*lines, *listed.left_out]))
 
     def _on_scan_failed(self, failure: Failure) -> None:
         self.message_label.setText(f"The scan failed: {failure}")
@@ -270,7 +293,8 @@ class InstancesSection(QGroupBox):
     def _on_attach_dialog_attached(self, info: InstanceInfo) -> None:
         self.select_instance(info.id)
         models = ", ".join(info.models) or "no models listed"
-        self.message_label.setText(f"Attached {info.name or info.base_url}: {models}.")
+        attached = f"Attached {info.name or info.base_url}: {models}."
+        self.message_label.setText("\n".join([attached, *info.warnings]))
 
     def _on_bridge_instances_changed(self, instances: list[InstanceInfo]) -> None:
         self.model.set_instances(instances)

@@ -13,6 +13,7 @@ from roundhouse.api.instances import (
     InstanceMetrics,
     Preset,
     PresetList,
+    PresetRouting,
     StartRequest,
 )
 from roundhouse.server.deps import Services
@@ -39,9 +40,11 @@ async def get_instance(instance_id: str, services: Services) -> InstanceInfo:
 
 @router.post("/instances/scan", response_model=InstanceList)
 async def scan_instances(services: Services) -> InstanceList:
-    """Look for engines running without Roundhouse, and probe added endpoints again."""
-    await services.instance_service().scan_external()
-    return InstanceList(instances=services.instance_service().all())
+    """Look for engines running without Roundhouse, and probe added endpoints again. Those
+    left out (another user's, listening beyond loopback) are named with why in `left_out`."""
+    service = services.instance_service()
+    await service.scan_external()
+    return InstanceList(instances=service.all(), left_out=service.left_out())
 
 
 @router.post("/endpoints", response_model=InstanceInfo, status_code=201)
@@ -49,6 +52,16 @@ async def add_endpoint(request: AddEndpointRequest, services: Services) -> Insta
     """Attach to an OpenAI-compatible server (LM Studio, Jan, another machine); the key goes
     to the OS keyring."""
     return await services.instance_service().add_endpoint(request)
+
+
+@router.put("/instances/{instance_id}/may-serve-presets", response_model=InstanceInfo)
+async def allow_presets(
+    instance_id: str, request: PresetRouting, services: Services
+) -> InstanceInfo:
+    """Let an engine Roundhouse did not start serve the models saved presets start (or stop
+    letting it): until then the gateway starts a preset's model itself rather than send its
+    requests there."""
+    return await services.instance_service().allow_presets(instance_id, request.allowed)
 
 
 @router.delete("/instances/{instance_id}", response_model=InstanceInfo)

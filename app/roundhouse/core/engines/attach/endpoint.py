@@ -15,7 +15,8 @@ import httpx
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.external import AttachSource, ExternalEngine
-from roundhouse.core.engines.attach.probe import REFUSED, get_or_reason, is_local_host, json_or_none
+from roundhouse.base.hosts import is_loopback_host
+from roundhouse.core.engines.attach.probe import REFUSED, get_or_reason, json_or_none
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
 from roundhouse.core.supervise.readiness import model_ids
 
@@ -68,20 +69,35 @@ def endpoint_base_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+def redirect_refused(base: str, code: int, location: str | None) -> str:
+    """Why an endpoint that answers with a redirect is not used, and what to do."""
+    # The server writes the address: it is shown cut short, never followed.
+    where = f" to {location[:200]}" if location else ""
+    return (
+        f"{base} answered with a redirect ({code}{where}). Roundhouse does not follow "
+        "redirects from a server it attaches to, so that its API key and your prompts go only "
+        "to the address you gave: attach the address it redirects to, if you trust it."
+    )
+
+
 async def probe_openai_endpoint(
     url: str, api_key: str | None = None, *, timeout_s: float = 5.0
 ) -> ExternalEngine:
     """Check an OpenAI-compatible server with `GET {url}/v1/models`; its models, or why not.
 
     Raises InvalidInputError for a malformed URL, EndpointKeyError when the key is missing
-    or refused (401/403), EndpointError when nothing answers or the answer is not OpenAI's.
-    The key is sent only as `Authorization: Bearer`, never put in the URL or the result.
+    or refused (401/403), EndpointError when nothing answers, the answer is a redirect, or
+    it is not OpenAI's. The key is sent only as `Authorization: Bearer`, never put in the
+    URL or the result, and never after a redirect.
     """
     base = endpoint_base_url(url)
     host = urlsplit(base).hostname or ""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     # Proxies must never see loopback traffic; a remote endpoint may need the user's proxy.
-    async with httpx.AsyncClient(trust_env=not is_local_host(host), timeout=timeout_s) as http:
+    # Redirects are not followed: the key and the prompts go to the address the user gave.
+    async with httpx.AsyncClient(
+        trust_env=not is_loopback_host(host), timeout=timeout_s, follow_redirects=False
+    ) as http:
         answer = await get_or_reason(http, f"{base}/v1/models", timeout_s, headers)
     if isinstance(answer, str):
         if answer == REFUSED:
@@ -94,6 +110,8 @@ async def probe_openai_endpoint(
             "or behind a firewall."
         )
     code = answer.status_code
+    if 300 <= code < 400:
+        raise EndpointError(redirect_refused(base, code, answer.headers.get("location")))
     if code in (401, 403):
         if api_key:
             raise EndpointKeyError(f"{base} refused the API key ({code}). Check the key.")

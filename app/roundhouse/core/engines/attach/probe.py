@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +14,6 @@ from roundhouse.api.engines import EngineSpec
 from roundhouse.core.supervise.readiness import model_ids
 
 REFUSED = "connection refused"
-_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 
 @dataclass
@@ -33,16 +31,6 @@ class Probe:
 def http_url(host: str, port: int) -> str:
     """http://host:port, with an IPv6 host in brackets."""
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def is_local_host(host: str) -> bool:
-    """Whether `host` names this machine's loopback."""
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def get_or_reason(

@@ -9,8 +9,9 @@ vllm.entrypoints.openai.api_server`, `python -m sglang.launch_server`, `mlx_lm.s
 `mlx_lm server`), then probes each one's listening port with the catalog's readiness path and
 model list, all concurrently, each request bounded by `timeout_s`. Processes in
 `exclude_pids`, or started by one of them, are left out: the daemon passes the engines it
-runs itself so that none is listed twice. Secret flag values (`--api-key X`) never leave
-here: command lines are redacted.
+runs itself so that none is listed twice. Engines of another user, or listening beyond
+loopback, are never probed nor returned: `look_for_engines` says why for each (see
+`trust`). Secret flag values (`--api-key X`) never leave here: command lines are redacted.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httpx
@@ -26,9 +28,17 @@ import psutil
 
 from roundhouse.api.engines import EngineCatalog, EngineId, EngineSpec
 from roundhouse.api.external import AttachSource, ExternalEngine
+from roundhouse.base.hosts import is_loopback_host
 from roundhouse.core.engines.attach.cmdline import ProcessPattern, process_patterns, redact_cmdline
-from roundhouse.core.engines.attach.probe import http_url, is_local_host, probe_engine
+from roundhouse.core.engines.attach.probe import http_url, probe_engine
 from roundhouse.core.engines.attach.scan import Candidate, scan
+from roundhouse.core.engines.attach.trust import (
+    exposure_problem,
+    not_adopted,
+    owner_problem,
+    socket_listeners,
+    uid_problem,
+)
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.ollama_api import ollama_base_url
 from roundhouse.core.errors import RoundhouseError
@@ -37,10 +47,33 @@ from roundhouse.core.ports import port_owner
 PROBE_TIMEOUT_S = 1.5
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """An engine found running that Roundhouse does not use, and why, in words."""
+
+    engine: EngineId
+    pid: int | None
+    ports: tuple[int, ...]
+    why: str
+
+    def __str__(self) -> str:
+        who = f"pid {self.pid}" if self.pid is not None else "an unknown process"
+        ports = f" on port {', '.join(map(str, self.ports))}" if self.ports else ""
+        return f"{self.engine.value} ({who}{ports}) is not used: {self.why}."
+
+
+@dataclass
+class RunningEngines:
+    """What a look around this machine found: engines to adopt, and those left out."""
+
+    engines: list[ExternalEngine] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
 async def _probe_candidate(
     http: httpx.AsyncClient, spec: EngineSpec, candidate: Candidate, timeout_s: float
 ) -> ExternalEngine | None:
-    if not candidate.endpoints:
+    if not candidate.endpoints or candidate.left_out:
         return None
     urls = [http_url(host, port) for host, port in candidate.endpoints]
     probes = await asyncio.gather(*(probe_engine(http, spec, url, timeout_s) for url in urls))
@@ -71,15 +104,21 @@ async def _scan_and_probe(
     patterns: Sequence[ProcessPattern],
     exclude: Collection[int],
     timeout_s: float,
-) -> list[ExternalEngine]:
+) -> RunningEngines:
     try:
         candidates = await asyncio.to_thread(scan, catalog, patterns, exclude)
     except (psutil.Error, OSError):
-        return []  # no process table to read (a locked-down container): nothing found
+        # No process table to read (a locked-down container): nothing found.
+        return RunningEngines()
     found = await asyncio.gather(
         *(_probe_candidate(http, catalog.spec(c.pattern.engine), c, timeout_s) for c in candidates)
     )
-    return [engine for engine in found if engine is not None]
+    left_out = [
+        LeftOut(c.pattern.engine, c.pid, tuple(port for _, port in c.endpoints), c.left_out)
+        for c in candidates
+        if c.left_out
+    ]
+    return RunningEngines([engine for engine in found if engine is not None], left_out)
 
 
 async def _probe_ollama_port(
@@ -116,33 +155,110 @@ def _ancestors(pid: int) -> list[int]:
         return []  # no process table to read (a locked-down container): nothing found
 
 
+def _port_problem(pid: int | None, port: int) -> str | None:
+    """Why the process behind Ollama's port must not be adopted (blocking): the scan's
+    rules, read from the process when the system shows it, else from Linux's socket table."""
+    if pid is not None:
+        try:
+            process = psutil.Process(pid)
+            method = getattr(process, "net_connections", None) or process.connections
+            listening = [
+                (c.laddr.ip, c.laddr.port)
+                for c in method(kind="inet")
+                if c.status == psutil.CONN_LISTEN and c.laddr
+            ]
+            return not_adopted(owner_problem(process), exposure_problem(listening))
+        except psutil.NoSuchProcess:
+            return "ended while Roundhouse looked at it"
+        except psutil.AccessDenied:
+            pass  # another user's process: the socket table may still say whose
+    sockets = socket_listeners(port)
+    if not sockets:
+        return (
+            "runs as a user the system does not name to Roundhouse. Roundhouse adopts only "
+            "engines that run as you; attach its URL if you trust it"
+        )
+    owner = next((p for p in (uid_problem(uid) for _, uid in sockets) if p), None)
+    return not_adopted(owner, exposure_problem((ip, port) for ip, _ in sockets))
+
+
 async def _attach_owner(
-    ollama: ExternalEngine, scanned: list[ExternalEngine], exclude: Collection[int]
-) -> tuple[ExternalEngine | None, list[ExternalEngine]]:
-    """Fill in the process behind Ollama's port; drop it when it is one of ours."""
+    ollama: ExternalEngine, found: RunningEngines, exclude: Collection[int]
+) -> ExternalEngine | None:
+    """Fill in the process behind Ollama's port; drop it when it is one of ours, or when it
+    must not be adopted (then `found.left_out` says why). Takes the scan's entry for the
+    same process out of `found.engines`: it is listed once, as Ollama at its port."""
     host, port = _port_of(ollama.base_url)
-    if not is_local_host(host) or port is None:
-        return ollama, scanned
-    same = [e for e in scanned if e.engine == EngineId.OLLAMA and _port_of(e.base_url)[1] == port]
+    if not is_loopback_host(host) or port is None:
+        # OLLAMA_HOST names another machine: the user chose it; there is no process to see.
+        return ollama
+    same = [
+        e for e in found.engines if e.engine == EngineId.OLLAMA and _port_of(e.base_url)[1] == port
+    ]
     if same:
         owner = same[0]
-        rest = [e for e in scanned if e is not owner]
+        found.engines.remove(owner)
         return ollama.model_copy(
             update={"pid": owner.pid, "process_name": owner.process_name, "cmdline": owner.cmdline}
-        ), rest
-    found = await asyncio.to_thread(port_owner, port)
-    if found is None:
-        return ollama, scanned
-    if found.pid in exclude or any(
-        p in exclude for p in await asyncio.to_thread(_ancestors, found.pid)
+        )
+    if any(e.engine == EngineId.OLLAMA and port in e.ports for e in found.left_out):
+        return None  # the scan left this very process out already, and said why
+    holder = await asyncio.to_thread(port_owner, port)
+    pid = holder.pid if holder is not None else None
+    if pid is not None and (
+        pid in exclude or any(p in exclude for p in await asyncio.to_thread(_ancestors, pid))
     ):
-        return None, scanned
+        return None
+    why = await asyncio.to_thread(_port_problem, pid, port)
+    if why is not None:
+        found.left_out.append(LeftOut(EngineId.OLLAMA, pid, (port,), why))
+        return None
+    if holder is None:
+        return ollama
     cmdline: list[str] = []
     with contextlib.suppress(psutil.Error):
-        cmdline = redact_cmdline(psutil.Process(found.pid).cmdline())
+        cmdline = redact_cmdline(psutil.Process(holder.pid).cmdline())
     return ollama.model_copy(
-        update={"pid": found.pid, "process_name": found.name, "cmdline": cmdline}
-    ), scanned
+        update={"pid": holder.pid, "process_name": holder.name, "cmdline": cmdline}
+    )
+
+
+async def look_for_engines(
+    catalog: EngineCatalog | None = None,
+    *,
+    exclude_pids: Collection[int] = frozenset(),
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = PROBE_TIMEOUT_S,
+    patterns: Sequence[ProcessPattern] | None = None,
+    scan_processes: bool = True,
+) -> RunningEngines:
+    """Engines already serving on this machine that Roundhouse did not start and may use,
+    and those it left out with why. Never raises.
+
+    `env` is where OLLAMA_HOST is read (default: this process's environment); `patterns`
+    replaces the command lines recognised (default: `process_patterns(catalog)`).
+    """
+    catalog = catalog or load_catalog()
+    env = os.environ if env is None else env
+    patterns = process_patterns(catalog) if patterns is None else patterns
+    exclude = frozenset(exclude_pids)
+    # Redirects are never followed: an answer comes from the address probed, or none does.
+    async with httpx.AsyncClient(
+        trust_env=False, timeout=timeout_s, follow_redirects=False
+    ) as http:
+        ollama_task = _probe_ollama_port(http, catalog.spec(EngineId.OLLAMA), env, timeout_s)
+        scan_task = (
+            _scan_and_probe(http, catalog, patterns, exclude, timeout_s)
+            if scan_processes
+            else asyncio.sleep(0, RunningEngines())
+        )
+        ollama, found = await asyncio.gather(ollama_task, scan_task)
+    if ollama is not None:
+        ollama = await _attach_owner(ollama, found, exclude)
+    found.engines.sort(key=lambda e: (e.engine.value, e.base_url))
+    if ollama is not None:
+        found.engines.insert(0, ollama)
+    return found
 
 
 async def find_running_engines(
@@ -154,24 +270,13 @@ async def find_running_engines(
     patterns: Sequence[ProcessPattern] | None = None,
     scan_processes: bool = True,
 ) -> list[ExternalEngine]:
-    """Engines already serving on this machine that Roundhouse did not start. Never raises.
-
-    `env` is where OLLAMA_HOST is read (default: this process's environment); `patterns`
-    replaces the command lines recognised (default: `process_patterns(catalog)`).
-    """
-    catalog = catalog or load_catalog()
-    env = os.environ if env is None else env
-    patterns = process_patterns(catalog) if patterns is None else patterns
-    exclude = frozenset(exclude_pids)
-    async with httpx.AsyncClient(trust_env=False, timeout=timeout_s) as http:
-        ollama_task = _probe_ollama_port(http, catalog.spec(EngineId.OLLAMA), env, timeout_s)
-        scan_task = (
-            _scan_and_probe(http, catalog, patterns, exclude, timeout_s)
-            if scan_processes
-            else asyncio.sleep(0, [])
-        )
-        ollama, scanned = await asyncio.gather(ollama_task, scan_task)
-    if ollama is not None:
-        ollama, scanned = await _attach_owner(ollama, scanned, exclude)
-    scanned.sort(key=lambda e: (e.engine.value, e.base_url))
-    return ([ollama] if ollama is not None else []) + scanned
+    """The engines `look_for_engines` adopts, without a word on those it left out."""
+    found = await look_for_engines(
+        catalog,
+        exclude_pids=exclude_pids,
+        env=env,
+        timeout_s=timeout_s,
+        patterns=patterns,
+        scan_processes=scan_processes,
+    )
+    return found.engines

@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from roundhouse.api.engines import EngineCatalog, EngineSpec
+from roundhouse.api.engines import EngineCatalog, EngineId, EngineSpec
 from roundhouse.core.engines.attach.cmdline import ProcessPattern, flag_value, match_cmdline
+from roundhouse.core.engines.attach.trust import exposure_problem, not_adopted, owner_problem
 
 # Ports tried per process: engines listen on one, but workers may add a few internal ones.
 MAX_PORTS_PER_PROCESS = 4
+# Where an engine listens without --host: loopback, except vLLM, which binds every address.
+_DEFAULT_HOST = {EngineId.VLLM: "0.0.0.0"}
 
 
 @dataclass
@@ -27,6 +30,8 @@ class Candidate:
     ancestors: list[int]
     # (host to connect to, port), the preferred first.
     endpoints: list[tuple[str, int]] = field(default_factory=list)
+    # Why it is not adopted (another user's, listening beyond loopback); None: adopt it.
+    left_out: str | None = None
 
 
 def _connect_host(ip: str) -> str:
@@ -82,13 +87,29 @@ def _endpoints(
         # Not listening yet (vLLM loads first), or the OS hides its sockets: trust the
         # command line, else the engine's default port.
         port = wanted or spec.default_port
-        host = flag_value(cmdline, "--host") or "127.0.0.1"
+        host = _host_flag(cmdline, spec)
         return [(_connect_host(host) if _is_ip(host) else host, port)] if port else []
     by_port: dict[int, str] = {}
     for ip, port in sorted(listening, key=lambda pair: ":" in pair[0]):
         by_port.setdefault(port, _connect_host(ip))
     order = sorted(by_port, key=lambda p: (p != wanted, p != spec.default_port, p))
     return [(by_port[p], p) for p in order[:MAX_PORTS_PER_PROCESS]]
+
+
+def _host_flag(cmdline: Sequence[str], spec: EngineSpec) -> str:
+    return flag_value(cmdline, "--host") or _DEFAULT_HOST.get(spec.id, "127.0.0.1")
+
+
+def _left_out(
+    proc: psutil.Process, listening: list[tuple[str, int]], cmdline: Sequence[str], spec: EngineSpec
+) -> str | None:
+    """Why the scan must not adopt this engine: another user's, or reachable from elsewhere
+    (judged by its sockets, or by its command line while they are not open or hidden)."""
+    if not listening:
+        flag_port = flag_value(cmdline, "--port")
+        port = int(flag_port) if flag_port and flag_port.isdigit() else spec.default_port or 0
+        listening = [(_host_flag(cmdline, spec), port)]
+    return not_adopted(owner_problem(proc), exposure_problem(listening))
 
 
 def _is_ip(text: str) -> bool:
@@ -102,7 +123,8 @@ def _is_ip(text: str) -> bool:
 def scan(
     catalog: EngineCatalog, patterns: Sequence[ProcessPattern], exclude: Collection[int]
 ) -> list[Candidate]:
-    """Engine processes outside `exclude` (and not started by one of them), topmost only."""
+    """Engine processes outside `exclude` (and not started by one of them), topmost only;
+    those not to adopt (another user's, listening beyond loopback) carry why in `left_out`."""
     table = _ListenTable()
     found: list[Candidate] = []
     me = os.getpid()
@@ -121,7 +143,9 @@ def scan(
                 continue
             candidate = Candidate(pattern, proc.pid, name, cmdline, ancestors)
             spec = catalog.spec(pattern.engine)
-            candidate.endpoints = _endpoints(table.of(proc), cmdline, spec)
+            listening = table.of(proc)
+            candidate.endpoints = _endpoints(listening, cmdline, spec)
+            candidate.left_out = _left_out(proc, listening, cmdline, spec)
             found.append(candidate)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
