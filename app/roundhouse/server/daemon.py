@@ -118,6 +118,7 @@ def instance_service(home: Home, settings: Settings, services: DaemonServices) -
         # Read at each start, so a changed setting applies without a restart.
         ready_timeout_s=lambda: services.settings.engines.ready_timeout_s,
         hf_hub_cache=models_dir(settings),
+        media_domains=lambda: services.settings.gateway.media_domains,
     )
     return InstanceService(
         manager,

@@ -6,21 +6,25 @@
 
 Engine flags that change nothing here (parallelism, memory, dtypes) are accepted and ignored;
 unknown flags exit 2 as argparse does. Stand-in-only flags: --load-seconds, --token-delay,
---die-after (vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM).
+--record-requests FILE (each request body, and the argv first, as JSON lines), --die-after
+(vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM). `vllm --version`
+prints the version the stand-in plays.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
 import threading
 import time
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from types import FrameType
 
-from tests.fakes.openai_engines.server import Settings, make_server
+from tests.fakes.openai_engines.server import VLLM_VERSION, Settings, make_server
 
 VLLM_IGNORED_VALUES = (
     ("-tp", "--tensor-parallel-size"),
@@ -88,6 +92,7 @@ def _standin_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("stand-in only")
     group.add_argument("--load-seconds", type=float, default=0.3, metavar="S")
     group.add_argument("--token-delay", type=float, default=0.0, metavar="S")
+    group.add_argument("--record-requests", metavar="FILE")
 
 
 def _ignored(
@@ -116,6 +121,7 @@ def vllm_settings(argv: list[str]) -> Settings:
     parser.add_argument("--served-model-name", nargs="+")
     parser.add_argument("--max-model-len", type=int, default=4096)
     parser.add_argument("--max-num-seqs", type=int, default=256)
+    parser.add_argument("--allowed-media-domains", nargs="+", default=[])
     _ignored(parser, VLLM_IGNORED_VALUES, VLLM_IGNORED_SWITCHES)
     _standin_flags(parser)
     parser.add_argument("--die-after", type=float, metavar="S", help="/health 503 after S s")
@@ -137,6 +143,8 @@ def vllm_settings(argv: list[str]) -> Settings:
         max_model_len=args.max_model_len,
         max_running=args.max_num_seqs,
         metric_names=args.metric_names,
+        allowed_media_domains=args.allowed_media_domains,
+        record_path=args.record_requests,
     )
 
 
@@ -150,6 +158,7 @@ def sglang_settings(argv: list[str]) -> Settings:
     parser.add_argument("--context-length", type=int, default=4096)
     parser.add_argument("--max-running-requests", type=int, default=256)
     parser.add_argument("--enable-metrics", action="store_true")
+    parser.add_argument("--allowed-media-domains", nargs="+", default=[])
     _ignored(parser, SGLANG_IGNORED_VALUES, SGLANG_IGNORED_SWITCHES)
     _standin_flags(parser)
     parser.add_argument("--wedge-after", type=float, metavar="S", help="generation hangs after S")
@@ -170,6 +179,8 @@ def sglang_settings(argv: list[str]) -> Settings:
         max_running=args.max_running_requests,
         enable_metrics=args.enable_metrics,
         server_args={k: v for k, v in vars(args).items() if k != "api_key"},
+        allowed_media_domains=args.allowed_media_domains,
+        record_path=args.record_requests,
     )
 
 
@@ -187,7 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     vllm = argv[0] == "vllm"
+    if vllm and argv[1:] == ["--version"]:
+        print(VLLM_VERSION)
+        return 0
     settings = vllm_settings(argv[1:]) if vllm else sglang_settings(argv[1:])
+    if settings.record_path is not None:
+        with Path(settings.record_path).open("a", encoding="utf-8") as out:
+            redirects = os.environ.get("VLLM_MEDIA_URL_ALLOW_REDIRECTS")
+            out.write(json.dumps({"argv": argv, "media_redirects": redirects}) + "\n")
     stopping = threading.Event()
     server_box: list[ThreadingHTTPServer] = []
 

@@ -16,7 +16,9 @@ from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.fakes.http_plumbing import StandinHandler
 from tests.fakes.ollama.server import NATURAL_LENGTH, WORDS, prompt_tokens
@@ -62,6 +64,10 @@ class Settings:
     enable_metrics: bool = True
     metric_names: str = "both"
     server_args: dict[str, Any] = field(default_factory=dict)
+    # --allowed-media-domains: none means every host, as in both engines.
+    allowed_media_domains: list[str] = field(default_factory=list)
+    # Stand-in only: a JSON-lines file each request body received is appended to.
+    record_path: str | None = None
 
 
 class Engine:
@@ -109,6 +115,13 @@ class Engine:
 
     def wait_ready(self) -> None:
         self.stop.wait(max(0.0, self.ready_at - time.monotonic()))
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """Append `entry` to --record-requests, before the request is answered."""
+        if self.settings.record_path is None:
+            return
+        with self.lock, Path(self.settings.record_path).open("a", encoding="utf-8") as out:
+            out.write(json.dumps(entry) + "\n")
 
     # -- generation ---------------------------------------------------------------------------
 
@@ -230,7 +243,9 @@ class Handler(StandinHandler):
 
     def read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        raw = self.rfile.read(length) if length else b""
+        self.engine.record({"path": self.path, "body": raw.decode("utf-8", "replace")})
+        return raw
 
     def json_body(self, raw: bytes) -> dict[str, Any]:
         try:
@@ -363,10 +378,30 @@ class Handler(StandinHandler):
             if not isinstance(message, dict) or message.get("role") not in ROLES:
                 raise ApiError(400, f"1 validation error: invalid message {message!r}")
             _check(message, "content", (str, list))
+        for message in messages:
+            self._check_media(message.get("content"))
         texts = [_text(m.get("content")) for m in messages]
         job = self._job(body, prompt_tokens(texts), json.dumps(messages, sort_keys=True))
         self.before_generate()
         self.serve(job, chat=True)
+
+    def _check_media(self, content: object) -> None:
+        """As vLLM's media connector: an http(s) URL must be on an allowed host (when any
+        is set). The stand-in fetches nothing either way."""
+        allowed = self.engine.settings.allowed_media_domains
+        for part in content if isinstance(content, list) else []:
+            for key in ("image_url", "video_url", "audio_url"):
+                media = part.get(key) if isinstance(part, dict) else None
+                url = media.get("url") if isinstance(media, dict) else media
+                if not isinstance(url, str) or not url.startswith("http"):
+                    continue
+                host = urlsplit(url).hostname
+                if allowed and host not in allowed:
+                    raise ApiError(
+                        400,
+                        f"The URL must be from one of the allowed domains: {allowed}. "
+                        f"Input URL domain: {host}",
+                    )
 
     def completions(self, raw: bytes) -> None:
         body = self.json_body(raw)

@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -92,6 +92,7 @@ class InstanceManager:
         on_leftover: OnLeftover,
         ready_timeout_s: float | Callable[[], float] = DEFAULT_READY_TIMEOUT_S,
         hf_hub_cache: Path | None = None,
+        media_domains: Callable[[], Sequence[str]] = tuple,
         keys: EngineKeys | None = None,
     ) -> None:
         if on_leftover not in ("adopt", "reap"):
@@ -106,6 +107,8 @@ class InstanceManager:
         # Where engines that read the Hugging Face cache find models (Roundhouse's models
         # folder); it is created, as mlx_lm.server cannot list models without it.
         self._hf_hub_cache = hf_hub_cache
+        # The hosts engines that can be told may fetch media from, read at each start.
+        self._media_domains = media_domains
         self._instances: dict[str, Instance] = {}
         self._save_lock = asyncio.Lock()
         # Every engine this daemon starts answers only its instance's key (ADR 21).
@@ -128,7 +131,14 @@ class InstanceManager:
         """
         instance_id = instance_id or new_instance_id()
         key = await asyncio.to_thread(self._keys.key_for, instance_id)
-        plan = build_launch(spec, detected, params, api_key=key, hf_hub_cache=self.hf_cache())
+        plan = build_launch(
+            spec,
+            detected,
+            params,
+            api_key=key,
+            hf_hub_cache=self.hf_cache(),
+            media_domains=self._media_domains(),
+        )
         log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
         running = await start_engine(
             plan,
