@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -20,6 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.gui.markdown_segments import Segment, SegmentedText, SegmentKind
+from roundhouse.gui.widgets.link_prompt import ask_to_open, link_tooltip
+from roundhouse.gui.widgets.reply_html import reply_html
 
 COPIED_MS = 1500
 # A code block grows with its lines up to this many; past it, it scrolls inside.
@@ -75,22 +78,37 @@ class WrappedLabel(QLabel):
 
 
 class TextBlock(WrappedLabel):
-    """Prose rendered from Markdown, selectable, links opened in the browser."""
+    """Prose rendered from Markdown, selectable. Nothing in it is fetched (reply_html); a
+    link shows its address on hover and opens only as link_prompt allows, after the user
+    saw the whole address."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setTextFormat(Qt.TextFormat.MarkdownText)
-        self.setOpenExternalLinks(True)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setOpenExternalLinks(False)
         self.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
+        self.linkActivated.connect(self.open_link)
+        self.linkHovered.connect(self._on_link_hovered)
         self.source = ""
+        self.link_box: QMessageBox | None = None
 
     def set_source(self, markdown: str) -> None:
         if markdown != self.source:
             self.source = markdown
-            self.setText(markdown)
+            self.setText(reply_html(markdown, self.font()))
+
+    def open_link(self, href: str) -> None:
+        self.link_box = ask_to_open(self.window(), href)
+        self.link_box.finished.connect(self._forget_link_box)
+
+    def _forget_link_box(self) -> None:
+        self.link_box = None
+
+    def _on_link_hovered(self, href: str) -> None:
+        self.setToolTip(link_tooltip(href) if href else "")
 
 
 class CodeBlock(QFrame):

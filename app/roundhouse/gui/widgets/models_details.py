@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QStackedWidget,
     QTableView,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -34,6 +33,7 @@ from roundhouse.gui.widgets.models_words import (
     fit_details_html,
     params_in_words,
 )
+from roundhouse.gui.widgets.reply_html import LocalOnlyBrowser
 from roundhouse.gui.widgets.table_view import table_view
 
 HEADERS = ("Quantization", "Kind", "Files", "Size", "Fit")
@@ -109,7 +109,8 @@ class ModelDetailsView(QStackedWidget):
         gated = QHBoxLayout(self.gated_box)
         gated.addWidget(self.gated_label, 1)
         gated.addWidget(self.token_button)
-        self.summary = QTextBrowser()
+        # The model card is the repository owner's text: nothing it names is loaded.
+        self.summary = LocalOnlyBrowser()
         self.summary.setFrameShape(QFrame.Shape.NoFrame)
         # Read as part of the pane, not as an input box.
         self.summary.setStyleSheet("QTextBrowser { background: transparent; }")
