@@ -17,6 +17,7 @@ from roundhouse.api.discovery import read_discovery
 from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
 from roundhouse.base.paths import Home, resolve_home
 from roundhouse.client import DaemonClient
+from roundhouse.core.instances.keys import EngineKeys, auth_headers
 
 
 @dataclass
@@ -32,6 +33,12 @@ class DaemonProcess:
     @property
     def token(self) -> str:
         return self.home.token_file.read_text(encoding="ascii").strip()
+
+    def engine_headers(self, instance_id: str) -> dict[str, str]:
+        """What the daemon sends to an engine it started: the instance's key (ADR 21).
+
+        Tests that look at an engine directly (its /metrics, /slots) are its owner too."""
+        return auth_headers(EngineKeys(self.home.state_dir).key_for(instance_id))
 
     def stop(self, timeout: float = 15.0) -> int:
         if self.process.poll() is None:

@@ -49,8 +49,10 @@ def served(
             daemon.stop(timeout=60)
 
 
-def _predicted(info: InstanceInfo) -> float:
-    text = httpx.get(info.url + "/metrics", trust_env=False, timeout=10).text
+def _predicted(served: Served) -> float:
+    info = served.instance
+    headers = served.daemon.engine_headers(info.id)
+    text = httpx.get(info.url + "/metrics", headers=headers, trust_env=False, timeout=10).text
     for line in text.splitlines():
         if line.startswith("llamacpp:tokens_predicted_total"):
             return float(line.split()[-1])
@@ -58,7 +60,7 @@ def _predicted(info: InstanceInfo) -> float:
 
 
 def test_output_tokens_from_usage_equal_the_engines_counter(served: Served) -> None:
-    before = _predicted(served.instance)
+    before = _predicted(served)
     request = BenchRequest(
         model=served.model,
         num_prompts=6,
@@ -80,12 +82,12 @@ def test_output_tokens_from_usage_equal_the_engines_counter(served: Served) -> N
     # llama-server counts a reply's tokens when its slot is released, which may come just
     # after the last event reached the client: wait for the counter to settle.
     deadline = time.monotonic() + 5
-    after = _predicted(served.instance)
+    after = _predicted(served)
     while after - before < m.total_output_tokens and time.monotonic() < deadline:
         time.sleep(0.05)
-        after = _predicted(served.instance)
+        after = _predicted(served)
     time.sleep(0.2)  # and make sure it does not go on past the benchmark's count
-    after = _predicted(served.instance)
+    after = _predicted(served)
     assert m.total_output_tokens == after - before
     assert m.total_output_tokens > 0 and m.ttft.count == 6
     assert 0 < m.ttft.median <= m.e2e.median

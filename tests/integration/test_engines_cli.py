@@ -52,12 +52,14 @@ def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> N
     infos = _ours(served)
     assert [(i["id"], i["status"]) for i in infos] == [(instance_id, "ready")]
     base_url = infos[0]["base_url"]
-    reply = httpx.post(
-        f"{base_url}/chat/completions",
-        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
-        timeout=30,
-        trust_env=False,
-    )
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    # The engine's own port answers only the daemon; what `start` prints is the gateway.
+    direct = httpx.post(f"{base_url}/chat/completions", json=chat, timeout=30, trust_env=False)
+    assert direct.status_code == 401
+    printed = started.stdout.split("OpenAI base URL: ")[1].split()[0]
+    assert printed == f"{served.url}/v1"
+    chat["model"] = infos[0]["models"][0]
+    reply = httpx.post(f"{printed}/chat/completions", json=chat, timeout=30, trust_env=False)
     assert reply.status_code == 200
     table = _cli(served, "ps")
     assert instance_id in table.stdout and "ready" in table.stdout

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.daemon_link import daemon_client, home_of, run_async
 from roundhouse.cli.engines_common import ENGINE_IDS, resolve_id
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
 @click.pass_context
 def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
-    """Start ENGINE with a model; print the instance id and its OpenAI base URL.
+    """Start ENGINE with a model; print the instance id and the OpenAI base URL to use.
 
     Waits until the engine serves (Ctrl+C stops it again), unless --no-wait.
     """
@@ -120,7 +120,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
     info = run_async(
         _start(ctx, request, opts["save_preset"], not opts["no_wait"], opts["as_json"])
     )
-    _report_started(info, opts["as_json"])
+    _report_started(info, opts["as_json"], _gateway_url(ctx))
 
 
 async def _start(
@@ -202,8 +202,16 @@ def _progress_words(info: InstanceInfo) -> str:
     return f"{info.engine.value} {info.status.value}{waited}{probe}"
 
 
-def _report_started(info: InstanceInfo, as_json: bool) -> None:
-    from roundhouse.api.instances import InstanceStatus
+def _gateway_url(ctx: click.Context) -> str:
+    """The gateway's base URL: the daemon's address and /v1 (where apps reach models)."""
+    from roundhouse.client.locate import locate
+
+    return f"{locate(home_of(ctx)).discovery.url}/v1"
+
+
+def _report_started(info: InstanceInfo, as_json: bool, gateway_url: str) -> None:
+    from roundhouse.api.instances import InstanceOrigin, InstanceStatus
+    from roundhouse.cli.gateway_view import curl_example
     from roundhouse.cli.output import console, err_console, print_json
 
     if as_json:
@@ -213,16 +221,11 @@ def _report_started(info: InstanceInfo, as_json: bool) -> None:
     else:
         model = info.models[0] if info.models else (info.model or "its model")
         console.print(f"Instance [bold]{info.id}[/] ({info.status.value})", highlight=False)
-        console.print(f"OpenAI base URL: {info.base_url}", highlight=False)
+        # The engine's own port answers only Roundhouse (ADR 21): apps use the gateway.
+        base_url = info.base_url if info.origin == InstanceOrigin.EXTERNAL else gateway_url
+        console.print(f"OpenAI base URL: {base_url}", highlight=False)
         if info.status == InstanceStatus.READY:
-            console.print(
-                f"Try: curl {info.base_url}/chat/completions "
-                "-H 'Content-Type: application/json' "
-                f'-d \'{{"model": "{model}", '
-                '"messages": [{"role": "user", "content": "Hi"}]}\'',
-                highlight=False,
-                soft_wrap=True,
-            )
+            console.print(f"Try: {curl_example(base_url, model)}", highlight=False, soft_wrap=True)
     if info.status == InstanceStatus.FAILED:
         err_console.print(f"[bold red]Error:[/] {info.error}", highlight=False)
         if info.last_exit and info.last_exit.log_tail:
@@ -251,4 +254,4 @@ def restart(ctx: click.Context, instance_id: str, no_wait: bool, as_json: bool) 
             info = await client.restart_instance(resolved)
             return info if no_wait else await _wait_ready(client, info, as_json)
 
-    _report_started(run_async(main()), as_json)
+    _report_started(run_async(main()), as_json, _gateway_url(ctx))
