@@ -23,6 +23,7 @@ from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
 from roundhouse.core.engines.launch import build_launch
 from roundhouse.core.errors import NotFoundError
 from roundhouse.core.instances.keys import EngineKeys, auth_headers
+from roundhouse.core.instances.logprune import DEFAULT_LIMITS, LogLimits, prune_engine_logs
 from roundhouse.core.instances.records import InstanceRecord, RecordStore
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, RunningEngine, start_engine
 from roundhouse.core.supervise.process import REAP_TIMEOUT_S
@@ -94,11 +95,15 @@ class InstanceManager:
         hf_hub_cache: Path | None = None,
         media_domains: Callable[[], Sequence[str]] = tuple,
         keys: EngineKeys | None = None,
+        log_limits: LogLimits = DEFAULT_LIMITS,
     ) -> None:
         if on_leftover not in ("adopt", "reap"):
             raise ValueError(f"on_leftover must be 'adopt' or 'reap', not {on_leftover!r}")
         self._store = RecordStore(state_dir)
         self._log_dir = log_dir
+        self._log_limits = log_limits
+        # Log file names of starts not yet recorded: pruning must not take them either.
+        self._starting: set[str] = set()
         self._on_leftover = on_leftover
         # A callable is read at each start: a changed setting applies to the next start.
         self._ready_timeout_s = (
@@ -140,14 +145,19 @@ class InstanceManager:
             media_domains=self._media_domains(),
         )
         log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
-        running = await start_engine(
-            plan,
-            log_path,
-            ready_timeout_s=self._ready_timeout_s(),
-            headers=auth_headers(key),
-            on_progress=on_progress,
-            on_spawn=on_spawn,
-        )
+        self._starting.add(log_path.name)
+        try:
+            await self.prune_logs()
+            running = await start_engine(
+                plan,
+                log_path,
+                ready_timeout_s=self._ready_timeout_s(),
+                headers=auth_headers(key),
+                on_progress=on_progress,
+                on_spawn=on_spawn,
+            )
+        finally:
+            self._starting.discard(log_path.name)
         process = running.process
         record = InstanceRecord(
             id=instance_id,
@@ -285,7 +295,16 @@ class InstanceManager:
                         instance.record.probe_url,
                     )
         await self._save()
+        await self.prune_logs()  # the instances kept running are known now
         return Recovery(tuple(adopted), tuple(reaped), tuple(stale))
+
+    async def prune_logs(self) -> None:
+        """Delete the logs of instances no longer running past the age and size limits
+        (docs/troubleshooting.md); never those of the instances running or starting."""
+        keep = {Path(i.record.log_path).name for i in self._instances.values()} | self._starting
+        await asyncio.to_thread(
+            prune_engine_logs, self._log_dir, keep, time.time(), self._log_limits
+        )
 
     async def _save(self) -> None:
         # One writer at a time, each writing what is current when it gets the lock.
