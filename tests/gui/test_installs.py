@@ -26,7 +26,7 @@ from roundhouse.gui.pages.engines_page import EnginesPage
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.releases.server import ReleaseServer
 from tests.gui.conftest import wait_until
-from tests.unit.install.wheels import fake_mlx_wheels
+from tests.unit.install.wheels import mlx_wheels_and_pins
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fake builds are Linux")
 ASSET = "llama-b6100-bin-ubuntu-x64.tar.gz"
@@ -42,10 +42,12 @@ def releases() -> Iterator[ReleaseServer]:
 def install_daemon(
     releases: ReleaseServer, home_root: Path, tmp_path: Path
 ) -> Iterator[DaemonProcess]:
+    wheels, pins = mlx_wheels_and_pins(tmp_path)
     env = {
         "ROUNDHOUSE_LLAMACPP_RELEASES_URL": releases.releases_url,
+        "ROUNDHOUSE_ENGINE_PINS": str(pins),
         "PIP_NO_INDEX": "1",
-        "PIP_FIND_LINKS": str(fake_mlx_wheels(tmp_path / "wheels")),
+        "PIP_FIND_LINKS": str(wheels),
         # Nothing on PATH but Python: only what the installs bring is found.
         "PATH": str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin",
     }
@@ -188,6 +190,9 @@ def test_mlx_installs_with_pip_output_and_its_environment_is_removed(
         view.output_button.click()
         await wait_until(lambda: not view.running, 60, "the install")
         assert view.stage.text().startswith("Installed mlx-lm 0.0.1"), view.stage.text()
+        # What was installed and what pip checked, in words.
+        assert view.plan.text().startswith("Chosen: mlx-lm 0.0.1 as pinned by this release")
+        assert "every file it downloads, dependencies included" in view.plan.text()
         assert any("Successfully installed" in line for line in view.output_lines())
         await wait_until(lambda: card.remove_env_button.isVisible(), 10, "the managed copy")
         assert not card.install_button.isVisible(), "found: nothing to install"

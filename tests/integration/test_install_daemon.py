@@ -1,6 +1,7 @@
 """Installs through a real daemon and the CLI: llama.cpp from a local release server (the
 build for this machine, checksum checked, switch, remove, a corrupt download refused), and
-mlx-lm into a managed environment with real pip, offline."""
+mlx-lm into a managed environment with real pip, offline, from pins with the test wheels'
+hashes; a version other than the pinned one refused unless unverified."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, start_daemon
 from tests.fakes.releases.server import ReleaseServer
-from tests.unit.install.wheels import fake_mlx_wheels
+from tests.unit.install.wheels import mlx_wheels_and_pins
 
 
 @pytest.fixture
@@ -26,9 +27,11 @@ def releases() -> Iterator[ReleaseServer]:
 
 @pytest.fixture
 def daemon(releases: ReleaseServer, tmp_path: Path) -> Iterator[DaemonProcess]:
-    wheels = fake_mlx_wheels(tmp_path / "wheels")
+    wheels, pins = mlx_wheels_and_pins(tmp_path)
     env = {
         "ROUNDHOUSE_LLAMACPP_RELEASES_URL": releases.releases_url,
+        # The engines' pins: the test wheels at their versions, with their hashes.
+        "ROUNDHOUSE_ENGINE_PINS": str(pins),
         # pip reads its options from the environment: offline, from the test's wheels.
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheels),
@@ -97,8 +100,16 @@ def test_a_corrupt_download_installs_nothing(
 
 @pytest.mark.skipif(sys.platform != "linux", reason="mlx[cpu] is a Linux requirement")
 def test_mlx_into_a_managed_environment(daemon: DaemonProcess) -> None:
+    # Another version than the pinned one: refused before anything is made, in words.
+    refused = _cli(daemon, "install", "mlx", "--version", "0.0.9")
+    assert refused.returncode == 1
+    assert "0.0.9 is not the version this Roundhouse release pins" in refused.stderr
+    assert "--unverified" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (daemon.home.data_dir / "engines" / "venvs" / "mlx").exists()
+
     installed = _cli(daemon, "install", "mlx")
     assert installed.returncode == 0, installed.stderr
+    assert "Chosen: mlx-lm 0.0.1 as pinned by this release" in installed.stdout
     assert "Successfully installed" in installed.stdout, "pip's output is streamed"
     assert "Installed mlx-lm 0.0.1" in installed.stdout
     # The test's own venv (on PATH to run Python) has mlx-lm too: look for the managed one.
