@@ -26,9 +26,9 @@ from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import StartRequest
 from roundhouse.api.settings import GatewaySettings, Settings
 from roundhouse.base.paths import resolve_home
-from roundhouse.client import DaemonClient
 from roundhouse.core.gateway.fields import REFUSED
 from roundhouse.core.settings import save_settings
+from tests.api.test_cli import roundhouse
 from tests.daemon_process import DaemonProcess, start_daemon, start_ready
 from tests.fakes.launchers import console_script
 
@@ -210,13 +210,12 @@ def test_inline_media_and_the_allowed_host_reach_the_engine_unchanged(
 def test_a_host_allowed_later_passes_the_gateway_at_once_and_the_engine_at_its_restart(
     gateway: Gateway,
 ) -> None:
-    async def allow(hosts: list[str]) -> None:
-        async with DaemonClient(gateway.daemon.url, gateway.daemon.token) as client:
-            settings = await client.settings()
-            gateway_settings = settings.gateway.model_copy(update={"media_domains": hosts})
-            await client.put_settings(settings.model_copy(update={"gateway": gateway_settings}))
-
-    asyncio.run(allow([ALLOWED, "Second.Example"]))
+    root = gateway.daemon.home.root
+    assert root is not None
+    hosts = f"{ALLOWED},Second.Example"
+    done = roundhouse(root, "settings", "set", "gateway.media_domains", hosts)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"gateway.media_domains = {ALLOWED}, second.example"
     try:
         reply = gateway.post("chat/completions", _chat(_image("https://second.example/x.png")))
         # The gateway let it through; the engine still has the list it was started with.
@@ -226,7 +225,10 @@ def test_a_host_allowed_later_passes_the_gateway_at_once_and_the_engine_at_its_r
             "https://second.example/x.png"
         )
     finally:
-        asyncio.run(allow([ALLOWED]))
+        assert roundhouse(root, "settings", "set", "gateway.media_domains", ALLOWED).returncode == 0
+    refused = roundhouse(root, "settings", "set", "gateway.media_domains", "https://evil.net/")
+    assert refused.returncode != 0
+    assert "is not a host name" in refused.stderr + refused.stdout
 
 
 def test_a_bad_media_domain_setting_is_refused_in_words(gateway: Gateway) -> None:

@@ -1,5 +1,6 @@
 """The Gateway section of the Settings page: scheduling, the second address, hosts, CORS,
-the API key (shown once when generated) and where the gateway listens now.
+the hosts engines may fetch media from, the API key (shown once when generated) and where
+the gateway listens now.
 
 The settings fields are saved with the page (its Save button); the key and the listeners'
 state are the daemon's own calls, made at once.
@@ -104,13 +105,18 @@ class GatewaySettingsSection(QGroupBox):
         self.allowed_hosts.setPlaceholderText("e.g. gpu-box.lan, llm.example.com")
         self.cors_origins = QLineEdit()
         self.cors_origins.setPlaceholderText("None; e.g. http://localhost:3000")
+        self.media_domains = QLineEdit()
+        self.media_domains.setPlaceholderText("None: images only inline; e.g. upload.wikimedia.org")
+        self.media_domains.setToolTip(
+            GatewaySettings.model_fields["media_domains"].description or ""
+        )
         for check in (self.just_in_time,):
             check.toggled.connect(self._on_changed)
         for spin in (self.idle_ttl, self.max_resident, self.max_concurrent, self.queue_size):
             spin.valueChanged.connect(self._on_changed)
         for spin in (self.queue_timeout, self.listen_port):
             spin.valueChanged.connect(self._on_changed)
-        for edit in (self.listen_host, self.allowed_hosts, self.cors_origins):
+        for edit in (self.listen_host, self.allowed_hosts, self.cors_origins, self.media_domains):
             edit.textChanged.connect(self._on_changed)
 
         self.key_state = QLabel("Not known yet")
@@ -169,6 +175,15 @@ class GatewaySettingsSection(QGroupBox):
         form.addRow("Second address:", second_box)
         form.addRow("Allowed host names:", self.allowed_hosts)
         form.addRow("Browser origins (CORS):", self.cors_origins)
+        media_box = QVBoxLayout()
+        media_box.addWidget(self.media_domains)
+        media_box.addWidget(
+            _hint(
+                "Requests may name images, audio and video by URL only on these hosts (exact "
+                "names): the engine fetches them from this machine. Inline data: URLs always work."
+            )
+        )
+        form.addRow("Media from these hosts:", media_box)
         key_row = QHBoxLayout()
         key_row.addWidget(self.key_state, 1)
         key_row.addWidget(self.generate_button)
@@ -197,6 +212,7 @@ class GatewaySettingsSection(QGroupBox):
         self.listen_port.setValue(gateway.listen_port)
         self.allowed_hosts.setText(", ".join(gateway.allowed_hosts))
         self.cors_origins.setText(", ".join(gateway.cors_origins))
+        self.media_domains.setText(", ".join(gateway.media_domains))
         # What the daemon does with them shows in its listeners' state.
         self.refresh_status()
 
@@ -213,6 +229,7 @@ class GatewaySettingsSection(QGroupBox):
             listen_port=self.listen_port.value(),
             allowed_hosts=_names(self.allowed_hosts.text()),
             cors_origins=_names(self.cors_origins.text()),
+            media_domains=_names(self.media_domains.text()),
         )
 
     def _on_changed(self, *_: Any) -> None:
