@@ -16,7 +16,8 @@ an image from this machine (an SSRF, CVE-2025-6242 in vLLM). So the gateway forw
 - a media reference (an image, audio or video part, a file) must be a `data:` URL or base64,
   or an http(s) URL whose host is in `gateway.media_domains`; anything else is 400.
 
-docs/gateway-security.md lists these, in the same words; a test checks that it does.
+docs/gateway-security.md names each extra and each refused field (a test checks that it
+does). A route the gateway proxies needs its own list here: `screen` knows no other.
 """
 
 from __future__ import annotations
