@@ -88,15 +88,20 @@ def test_start_chat_logs_stop_through_the_daemon(served: DaemonProcess, odd_mode
             assert info.models and info.base_url.endswith("/v1")
             assert str(odd_model) in info.argv
 
+            # Through the daemon's gateway: the engine itself answers only its instance's key.
             async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
                 reply = await http.post(
-                    f"{info.base_url}/chat/completions",
-                    json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8},
+                    f"{served.url}/v1/chat/completions",
+                    json={
+                        "model": info.models[0],
+                        "messages": [{"role": "user", "content": "hi"}],
+                        "max_tokens": 8,
+                    },
                 )
                 assert reply.status_code == 200, reply.text
                 assert reply.json()["usage"]["completion_tokens"] > 0
-                metrics = await http.get(info.base_url.removesuffix("/v1") + "/metrics")
-                assert "llamacpp:tokens_predicted_total" in metrics.text
+                refused = await http.get(info.base_url.removesuffix("/v1") + "/metrics")
+                assert refused.status_code == 401, refused.text
 
             metrics = await client.instance_metrics(info.id)
             assert metrics.values["llamacpp:tokens_predicted_total"] > 0
@@ -280,12 +285,17 @@ def test_a_killed_daemon_leaves_engines_a_new_one_adopts_or_reaps(
                 async with _client(second) as client:
                     logs = await client.instance_logs(listed[0].id)
                     assert logs.lines, "the log file of an adopted engine is shown"
+                # The adopting daemon derives the engine's key: its gateway is served.
                 async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
                     reply = await http.post(
-                        f"{listed[0].base_url}/chat/completions",
-                        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+                        f"{second.url}/v1/chat/completions",
+                        json={
+                            "model": infos[0].models[0],
+                            "messages": [{"role": "user", "content": "hi"}],
+                            "max_tokens": 4,
+                        },
                     )
-                    assert reply.status_code == 200
+                    assert reply.status_code == 200, reply.text
 
             asyncio.run(chat_and_logs())
             # A clean stop of the daemon takes its adopted engines with it.
@@ -355,8 +365,12 @@ def test_mlx_through_the_daemon_from_a_chosen_python(
                 assert info.status == InstanceStatus.READY, info
                 async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
                     reply = await http.post(
-                        f"{info.base_url}/chat/completions",
-                        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+                        f"{daemon.url}/v1/chat/completions",
+                        json={
+                            "model": info.models[0],
+                            "messages": [{"role": "user", "content": "hi"}],
+                            "max_tokens": 4,
+                        },
                     )
                     assert reply.status_code == 200, reply.text
                 pid = info.pid

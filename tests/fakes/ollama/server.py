@@ -18,6 +18,16 @@ from typing import Any
 
 from tests.fakes.http_plumbing import StandinHandler
 from tests.fakes.ollama.catalog import MEDIA_MODEL, TEMPLATE, blob_name, write_registry
+from tests.fakes.ollama.guards import (
+    ALLOW_HEADERS,
+    ALLOW_METHODS,
+    MAX_AGE_S,
+    allow_all,
+    host_allowed,
+    is_cors_request,
+    origin_allowed,
+    origins_from_env,
+)
 
 VERSION = "0.6.8"
 DEFAULT_KEEP_ALIVE_S = 300.0
@@ -361,6 +371,7 @@ class Handler(StandinHandler):
     server_version = "ollama-standin"
     store: Store
     ready_at: float
+    extra_headers: list[tuple[str, str]]  # CORS headers the guards add to this reply
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -387,8 +398,54 @@ class Handler(StandinHandler):
             )
         return body
 
+    def end_headers(self) -> None:
+        for name, value in self.__dict__.pop("extra_headers", ()):
+            self.send_header(name, value)
+        super().end_headers()
+
+    def abort(self, status: int) -> None:
+        """gin's AbortWithStatus: the status, the headers set so far, no body."""
+        self.close_connection = True  # a body left unread must not become the next request
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def guarded(self) -> bool:
+        """Ollama's CORS then Host middleware (see guards); True when one of them answered."""
+        origin = self.headers.get("Origin")
+        host = self.headers.get("Host") or ""
+        if origin and is_cors_request(origin, host):
+            allowed = origins_from_env()
+            if not origin_allowed(origin, allowed):
+                self.abort(403)
+                return True
+            everyone = allow_all(allowed)
+            extra = [("Access-Control-Allow-Origin", "*" if everyone else origin)]
+            extra += [] if everyone else [("Vary", "Origin")]
+            if self.command == "OPTIONS":
+                extra += [
+                    ("Access-Control-Allow-Methods", ALLOW_METHODS),
+                    ("Access-Control-Allow-Headers", ALLOW_HEADERS),
+                    ("Access-Control-Max-Age", MAX_AGE_S),
+                ]
+                self.extra_headers = extra
+                self.abort(204)
+                return True
+            self.extra_headers = extra
+        bound = self.server.server_address
+        if not host_allowed(host, str(bound[0] if isinstance(bound, tuple) else bound)):
+            self.abort(403)
+            return True
+        if self.command == "OPTIONS":
+            self.abort(204)
+            return True
+        return False
+
     def dispatch(self, routes: dict[str, Callable[[], None]]) -> None:
         self._wait_ready()
+        if self.guarded():
+            return
         path = self.path.split("?", 1)[0]
         route = routes.get(path)
         if route is None:
@@ -434,6 +491,9 @@ class Handler(StandinHandler):
 
     def do_DELETE(self) -> None:
         self.dispatch({"/api/delete": self.delete})
+
+    def do_OPTIONS(self) -> None:
+        self.dispatch({})  # always answered by the guards: a preflight, or a 204
 
     # -- endpoints ----------------------------------------------------------------------------
 

@@ -227,11 +227,25 @@ class Job:
         }
 
 
+# Starlette's CORSMiddleware with allow_methods=["*"]: what a preflight is told.
+CORS_METHODS = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"
+CORS_MAX_AGE_S = "600"
+
+
 class Handler(StandinHandler):
-    """Routes the OpenAI API shared by both engines; subclasses add their own endpoints."""
+    """Routes the OpenAI API shared by both engines; subclasses add their own endpoints.
+
+    As the real servers stack their middleware: the API-key check outermost (OPTIONS always
+    passes it, and its 401 carries no CORS header), then Starlette's CORSMiddleware with
+    allow_origins=["*"], allow_methods=["*"], allow_headers=["*"]: every origin is told
+    `Access-Control-Allow-Origin: *`, and a preflight is answered 200 whatever its origin.
+    """
 
     engine: Engine
     owned_by = "vllm"
+    # vLLM's --allow-credentials defaults to off; SGLang turns credentials on.
+    cors_credentials = False
+    extra_headers: list[tuple[str, str]]  # CORS headers added to this reply
 
     # -- plumbing (as the Ollama stand-in, with FastAPI's 404/405) ------------------------------
 
@@ -264,12 +278,48 @@ class Handler(StandinHandler):
         key = self.engine.settings.api_key
         return not key or self.headers.get("Authorization") == f"Bearer {key}"
 
+    def end_headers(self) -> None:
+        for name, value in self.__dict__.pop("extra_headers", ()):
+            self.send_header(name, value)
+        super().end_headers()
+
+    def cors_simple(self, origin: str) -> None:
+        """Starlette's simple response with every origin allowed: `*`, or the origin itself
+        when credentials are on and the request carries a cookie."""
+        extra = [("Access-Control-Allow-Origin", "*")]
+        if self.cors_credentials:
+            extra.append(("Access-Control-Allow-Credentials", "true"))
+            if self.headers.get("Cookie"):
+                extra = [("Access-Control-Allow-Origin", origin), *extra[1:], ("Vary", "Origin")]
+        self.extra_headers = extra
+
+    def cors_preflight(self, origin: str) -> None:
+        """Starlette's preflight answer: 200 "OK" for any origin, method and headers."""
+        extra = [("Access-Control-Allow-Methods", CORS_METHODS)]
+        extra.append(("Access-Control-Max-Age", CORS_MAX_AGE_S))
+        if self.cors_credentials:  # explicit origin, as Starlette does with credentials
+            extra += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+            extra.append(("Access-Control-Allow-Credentials", "true"))
+        else:
+            extra.append(("Access-Control-Allow-Origin", "*"))
+        requested = self.headers.get("Access-Control-Request-Headers")
+        if requested:
+            extra.append(("Access-Control-Allow-Headers", requested))
+        self.extra_headers = extra
+        self.send_bytes(200, b"OK", "text/plain; charset=utf-8")
+
     def dispatch(self, method: str) -> None:
         raw = self.read_body() if method == "POST" else b""
         path = self.path.split("?", 1)[0]
-        if not self.allowed(path):
+        origin = self.headers.get("Origin")
+        if method == "OPTIONS" and origin and self.headers.get("Access-Control-Request-Method"):
+            self.cors_preflight(origin)
+            return
+        if method != "OPTIONS" and not self.allowed(path):
             self.send_json(401, {"error": "Unauthorized"})
             return
+        if origin:
+            self.cors_simple(origin)
         route = self.routes(method).get(path)
         if route is None:
             known = any(path in self.routes(m) for m in ("GET", "POST"))
@@ -297,6 +347,9 @@ class Handler(StandinHandler):
 
     def do_DELETE(self) -> None:
         self.dispatch("DELETE")
+
+    def do_OPTIONS(self) -> None:
+        self.dispatch("OPTIONS")
 
     # -- shared endpoints ---------------------------------------------------------------------
 
@@ -508,6 +561,7 @@ class SglangHandler(Handler):
     """SGLang: binds at once; /health is liveness only, /health_generate really generates."""
 
     owned_by = "sglang"
+    cors_credentials = True  # http_server.py: CORSMiddleware(..., allow_credentials=True)
 
     def allowed(self, path: str) -> bool:
         if path.startswith(("/health", "/metrics")):
