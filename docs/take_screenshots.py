@@ -7,11 +7,14 @@ offscreen set libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1
 
 This file starts the display, the tray, the stand-ins and the daemon, and runs the steps in
 order; each step (one page or window brought into a state worth showing) is in
-screenshot_steps.py. `.venv/bin/python docs/take_screenshots.py` rewrites docs/screenshots/.
+screenshot_steps.py. `.venv/bin/python docs/take_screenshots.py` rewrites docs/screenshots/;
+`--only settings-gateway.png` (one or more names) runs every step but rewrites only those.
+Keys and tokens on screen are masked while each screenshot is grabbed (screenshot_secrets.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import select
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING
 
 # The steps live beside this file (run as a script, its folder is on sys.path).
 from screenshot_pages_perf import take_bench, take_monitor
+from screenshot_secrets import mask_secrets, restore, shown_secrets
 from screenshot_steps import (
     PANEL_HEIGHT,
     REPO,
@@ -149,6 +153,7 @@ async def take(
     model: Path | None,
     releases: ReleaseServer,
     hub: HubStandin,
+    only: frozenset[str],
 ) -> list[Path]:
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
@@ -178,12 +183,22 @@ async def take(
     saved: list[Path] = []
 
     def grab(name: str, window_only: bool = True, widget: QWidget | None = None) -> None:
-        geometry = (widget or ui.window).frameGeometry()
-        if window_only:
-            pixmap = screen.grabWindow(0, geometry.x(), geometry.y(), geometry.width(),
-                                       geometry.height())  # fmt: skip
-        else:
-            pixmap = screen.grabWindow(0)
+        if only and name not in only:
+            return
+        windows = app.topLevelWidgets()
+        masked = mask_secrets(windows)
+        try:
+            app.processEvents()  # the masks painted before the screen is read
+            if leaks := shown_secrets(windows):
+                raise RuntimeError(f"a key would show in {name}: {leaks}")
+            geometry = (widget or ui.window).frameGeometry()
+            if window_only:
+                pixmap = screen.grabWindow(0, geometry.x(), geometry.y(), geometry.width(),
+                                           geometry.height())  # fmt: skip
+            else:
+                pixmap = screen.grabWindow(0)
+        finally:
+            restore(masked)
         path = OUT / name
         if not pixmap.save(str(path)):
             raise RuntimeError(f"could not save {path}")
@@ -238,6 +253,11 @@ async def take(
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description="Take the docs' screenshots under Xvfb.")
+    parser.add_argument(
+        "--only", nargs="+", default=[], metavar="NAME.png", help="rewrite only these files"
+    )
+    only = frozenset(parser.parse_args().only)
     OUT.mkdir(parents=True, exist_ok=True)
     xvfb, display = start_xvfb()
     os.environ.update(DISPLAY=display, QT_QPA_PLATFORM="xcb")
@@ -283,7 +303,7 @@ def main() -> int:
             asyncio.set_event_loop(loop)
             restore_hooks = install_asyncgen_hooks(loop)
             try:
-                saved = loop.run_until_complete(take(root, daemon, model, releases, hub))
+                saved = loop.run_until_complete(take(root, daemon, model, releases, hub, only))
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 restore_hooks()
