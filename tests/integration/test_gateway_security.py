@@ -209,9 +209,11 @@ def _preflight(base: str, origin: str) -> httpx.Response:
 def test_no_cors_headers_unless_origins_are_listed(secured: Secured) -> None:
     listed, other = "http://app.example:3000", "http://evil.example"
     for base in (secured.daemon.url, secured.second):
+        # Not listed: refused outright (tests/security/test_listener_guards.py has the rest).
         reply = _ask(base, "GET", "/v1/models", origin=listed, **{"x-api-key": secured.key})
-        assert reply.status_code == 200 and not _cors_headers(reply), reply.headers
-        assert not _cors_headers(_preflight(base, listed))
+        assert reply.status_code == 403 and not _cors_headers(reply), reply.headers
+        preflight = _preflight(base, listed)
+        assert preflight.status_code == 403 and not _cors_headers(preflight)
     with secured.gateway_settings(cors_origins=[listed + "/"]):
         for base in (secured.daemon.url, secured.second):
             reply = _ask(base, "GET", "/v1/models", origin=listed, **{"x-api-key": secured.key})
@@ -222,12 +224,12 @@ def test_no_cors_headers_unless_origins_are_listed(secured: Secured) -> None:
             assert preflight.headers["access-control-allow-origin"] == listed
             assert "authorization" in preflight.headers["access-control-allow-headers"].lower()
             reply = _ask(base, "GET", "/v1/models", origin=other, **{"x-api-key": secured.key})
-            assert not _cors_headers(reply), reply.headers
+            assert reply.status_code == 403 and not _cors_headers(reply), reply.headers
             assert not _cors_headers(_preflight(base, other))
-        # The control API never answers browsers.
+        # The control API never answers browsers, listed origins included.
         with secured.control() as client:
             reply = client.get("/api/v1/status", headers={"origin": listed})
-        assert reply.status_code == 200 and not _cors_headers(reply)
+        assert reply.status_code == 403 and not _cors_headers(reply)
 
 
 def test_a_taken_port_is_refused_on_save_and_an_error_at_start(
@@ -267,7 +269,8 @@ def test_a_taken_port_is_refused_on_save_and_an_error_at_start(
             assert daemon.stop(timeout=30) == 0
 
 
-def _lan_address() -> str | None:
+def lan_address() -> str | None:
+    """An IPv4 address of this machine besides loopback, if it has one."""
     for addresses in psutil.net_if_addrs().values():
         for address in addresses:
             if address.family != socket.AF_INET:
@@ -302,7 +305,7 @@ def test_beyond_loopback_without_a_key_nothing_listens(secured: Secured) -> None
 
 
 def test_beyond_loopback_with_a_key_it_answers_on_this_machines_address(secured: Secured) -> None:
-    address = _lan_address()
+    address = lan_address()
     if address is None:
         pytest.skip("this machine has no network address besides loopback to reach")
     port = free_port()

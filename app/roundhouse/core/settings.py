@@ -82,6 +82,20 @@ def check_new_settings(settings: Settings, current: Settings | None = None) -> N
             )
 
 
+WILDCARD_NEEDS_KEY = (
+    "gateway.cors_origins: `*` lets every web page you open use the gateway, so it needs the "
+    "gateway API key. Set one first (Generate on the Settings page, or `roundhouse gateway "
+    "key --generate`), or list the origins of your browser apps instead, e.g. "
+    "http://localhost:3000."
+)
+
+
+def check_cors_origins(settings: Settings, key_set: bool) -> None:
+    """Refuse `*` among the CORS origins while no gateway key is set."""
+    if not key_set and any(o.strip() == "*" for o in settings.gateway.cors_origins):
+        raise InvalidInputError(WILDCARD_NEEDS_KEY)
+
+
 def _check_places(settings: Settings, current: Settings | None) -> None:
     models_dir = (settings.models_dir or "").strip()
     if models_dir and (current is None or models_dir != (current.models_dir or "").strip()):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from fastapi import APIRouter, Depends, FastAPI
 
 from roundhouse.api.daemon import API_PREFIX
 from roundhouse.server.deps import require_token
 from roundhouse.server.problems import install_problem_handlers
+from roundhouse.server.request_guard import CONTROL_PREFIXES, RequestGuard, origins_for
 from roundhouse.server.routes import daemon, engines, hardware, installs, instances, ollama
 from roundhouse.server.routes.bench import router as bench_router
 from roundhouse.server.routes.chats import router as chats_router
@@ -22,11 +25,13 @@ from roundhouse.server.routes.metrics import prometheus_router
 from roundhouse.server.routes.metrics import router as metrics_router
 from roundhouse.server.routes.starters import router as starters_router
 from roundhouse.server.routes.updates import router as updates_router
-from roundhouse.server.security import GatewayCors, HostGuard, KeyGuard
+from roundhouse.server.security import LOOPBACK_HOSTS, GatewayCors, HostGuard, KeyGuard
 from roundhouse.server.services import DaemonServices
 
 
-def create_app(services: DaemonServices) -> FastAPI:
+def create_app(services: DaemonServices, hosts: Iterable[str] = ()) -> FastAPI:
+    """The daemon's app; `hosts` are Host names it answers to besides loopback's (the
+    address it is bound to, when that is one address beyond loopback)."""
     app = FastAPI(
         title="Roundhouse daemon",
         version=services.version,
@@ -60,16 +65,19 @@ def create_app(services: DaemonServices) -> FastAPI:
     app.include_router(api)
     app.include_router(prometheus_router)
 
-    # Inner first. /v1 needs the gateway key once one is set; the daemon's token, which the
-    # app and the CLI hold, works too. CORS before the key, so a preflight needs none.
+    # Inner first. /v1 needs the gateway key once one is set, and every path needs it from a
+    # peer beyond loopback; the daemon's token, which the app and the CLI hold, works too.
+    # CORS before the key, so a preflight needs none; the request guard before both, so a
+    # web page's request (a foreign Origin, a text/plain POST) or an oversize body is
+    # refused before anything else looks at it (docs/adr/0022-listener-guards.md).
+    origins = origins_for(services)
     app.add_middleware(
         KeyGuard,
         key=lambda: services.gateway_key.current,
         also=lambda: services.token,
         prefix=GATEWAY_PREFIX,
     )
-    app.add_middleware(
-        GatewayCors, origins=lambda: services.settings.gateway.cors_origins, prefix=GATEWAY_PREFIX
-    )
-    app.add_middleware(HostGuard)
+    app.add_middleware(GatewayCors, origins=origins, prefix=GATEWAY_PREFIX)
+    app.add_middleware(RequestGuard, origins=origins, control_prefixes=CONTROL_PREFIXES)
+    app.add_middleware(HostGuard, allowed=LOOPBACK_HOSTS | {h.lower() for h in hosts})
     return app

@@ -39,6 +39,7 @@ from roundhouse.core.updates import UpdateChecker
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
 from roundhouse.server.gateway_listener import SecondListener
+from roundhouse.server.http_limits import listener_config
 from roundhouse.server.metrics_wiring import build_metrics
 from roundhouse.server.models_wiring import close_models, open_models
 from roundhouse.server.security import write_token
@@ -47,6 +48,7 @@ from roundhouse.server.services import DaemonServices, HardwareSource
 log = logging.getLogger(__name__)
 
 HardwareFactory = Callable[[Home, Settings], HardwareSource]
+_WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
 class DaemonStartError(Exception):
@@ -230,7 +232,10 @@ async def _serve(
     )
     token = write_token(home.token_file)
     bound_host, bound_port = sock.getsockname()[:2]
-    url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    # Clients (the discovery file, the app, the CLI, the benchmark) connect to this: on
+    # loopback for a wildcard bind, since the Host guard answers no `0.0.0.0`.
+    connect_host = _WILDCARD_TO_LOOPBACK.get(bound_host, bound_host)
+    url_host = f"[{connect_host}]" if ":" in connect_host else connect_host
     url = f"http://{url_host}:{bound_port}"
 
     server: _Server | None = None
@@ -253,13 +258,10 @@ async def _serve(
         pid=os.getpid(),
         gateway_key=GatewayKeyStore.with_marker_in(home.state_dir),
     )
-    config = uvicorn.Config(
-        create_app(services),
-        log_config=None,  # our rotating log file, not uvicorn's console handlers
-        access_log=False,
-        timeout_graceful_shutdown=5,
-        lifespan="off",
-    )
+    # Beyond loopback (`daemon.host`, `serve --host`) connections are bounded as well, and
+    # every request needs the key or the token (security.KeyGuard judges the peer).
+    own_hosts = () if bound_host in _WILDCARD_TO_LOOPBACK else (bound_host,)
+    config = listener_config(create_app(services, hosts=own_hosts), bound_host)
     server = _Server(config, on_exit=services.stopping.set)
     services.instances = instances = instance_service(home, settings, services)
     services.installs = installs = InstallJobs(

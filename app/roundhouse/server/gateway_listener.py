@@ -20,7 +20,9 @@ from fastapi import FastAPI
 
 from roundhouse.api.gateway import GatewayListener
 from roundhouse.core.ports import PortInUseError, bind_listener
+from roundhouse.server.http_limits import listener_config
 from roundhouse.server.problems import install_problem_handlers
+from roundhouse.server.request_guard import RequestGuard, origins_for
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
 from roundhouse.server.security import (
     GatewayCors,
@@ -45,11 +47,13 @@ def create_gateway_app(services: DaemonServices, allowed_hosts: frozenset[str]) 
     app.state.services = services
     install_problem_handlers(app)
     install_gateway(app)
-    # Added inner first: Host check, then CORS (so a preflight needs no key), then the key.
+    # Added inner first: Host check, then the request guard (Origin, JSON, body size), then
+    # CORS (so a preflight needs no key), then the key, which a peer beyond loopback needs
+    # even where the listener itself is on loopback (behind a local proxy that says so).
+    origins = origins_for(services)
     app.add_middleware(KeyGuard, key=lambda: services.gateway_key.current)
-    app.add_middleware(
-        GatewayCors, origins=lambda: services.settings.gateway.cors_origins, prefix=GATEWAY_PREFIX
-    )
+    app.add_middleware(GatewayCors, origins=origins, prefix=GATEWAY_PREFIX)
+    app.add_middleware(RequestGuard, origins=origins)
     app.add_middleware(
         HostGuard,
         allowed=allowed_hosts,
@@ -152,10 +156,7 @@ class SecondListener:
             log.warning("Gateway listener not started: %s", self._error)
             return
         app = create_gateway_app(self._services, machine_hosts(plan.host, plan.allowed_hosts))
-        config = uvicorn.Config(
-            app, log_config=None, access_log=False, timeout_graceful_shutdown=5, lifespan="off"
-        )
-        self._server = server = _QuietServer(config)
+        self._server = server = _QuietServer(listener_config(app, plan.host))
         self._task = asyncio.create_task(server.serve(sockets=[sock]), name="gateway-listener")
         self._task.add_done_callback(self._on_done)
         bound_host, bound_port = sock.getsockname()[:2]

@@ -1,8 +1,9 @@
 """The control API's token, the DNS-rebinding guard on the Host header, and the gateway's
-API key check, Host allowlist and CORS."""
+API key check (required of every peer beyond loopback), Host allowlist and CORS."""
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import os
@@ -58,7 +59,10 @@ def host_allowed(host_header: str | None, allowed: frozenset[str] = LOOPBACK_HOS
 def token_matches(authorization: str | None, token: str) -> bool:
     if not authorization or not authorization.startswith("Bearer "):
         return False
-    return hmac.compare_digest(authorization.removeprefix("Bearer ").strip(), token)
+    given = authorization.removeprefix("Bearer ").strip()
+    # Bytes, not str: compare_digest raises on non-ASCII str, which a client can send (a 500
+    # where a 401 belongs); such a value never equals the ASCII token.
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 class HostGuard:
@@ -133,9 +137,37 @@ def openai_auth_error(message: str) -> JSONResponse:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _loopback_address(host: str) -> bool:
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False  # a name (from X-Forwarded-For) proves nothing: judged as remote
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # ::ffff:127.0.0.1 on a dual-stack socket
+    return address.is_loopback
+
+
+def peer_is_local(scope: Scope) -> bool:
+    """Whether the request comes from this machine's loopback, judged by the connection's
+    peer address (never the Host header, which the client writes)."""
+    client = scope.get("client")
+    return client is not None and _loopback_address(client[0])
+
+
+NO_KEY_FOR_REMOTE = (
+    "This Roundhouse gateway was reached from another machine ({peer}), and that needs the "
+    "gateway API key, which is not set. On the Roundhouse machine, set one (Generate on the "
+    "Settings page, or `roundhouse gateway key --generate`), then send it as "
+    "'Authorization: Bearer <key>'."
+)
+
+
 class KeyGuard:
-    """While a gateway key is set, refuse requests under `prefix` (all, if None) that do not
-    carry it, or one of `also` (the daemon's own token on the daemon's listener)."""
+    """Refuse requests that do not carry the gateway key, or one of `also` (the daemon's own
+    token on the daemon's listener): under `prefix` (all, if None) while a key is set, and
+    on every path from a peer beyond loopback, key set or not (then nothing is accepted but
+    `also`, and the answer says to set a key)."""
 
     def __init__(
         self,
@@ -151,32 +183,50 @@ class KeyGuard:
         self.prefix = prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
         key = self.key()
-        if (
-            key is not None
-            and scope["type"] in ("http", "websocket")
-            and under_prefix(scope["path"], self.prefix)
-        ):
-            offered = presented_keys(scope)
-            if not key_accepted(offered, (key, self.also() or "")):
-                if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008})
-                    return
-                message = (
-                    "Incorrect API key provided. Use the key Roundhouse showed when it was set, "
-                    "or set a new one with `roundhouse gateway key --generate`."
-                    if offered
-                    else "This Roundhouse gateway needs an API key: send it as "
-                    "'Authorization: Bearer <key>'. Set one with `roundhouse gateway key "
-                    "--generate`."
-                )
-                await openai_auth_error(message)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        local = peer_is_local(scope)
+        if local and (key is None or not under_prefix(scope["path"], self.prefix)):
+            await self.app(scope, receive, send)
+            return
+        offered = presented_keys(scope)
+        if key_accepted(offered, (key or "", self.also() or "")):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if key is None:
+            client = scope.get("client")
+            message = NO_KEY_FOR_REMOTE.format(peer=client[0] if client else "unknown address")
+        elif offered:
+            message = (
+                "Incorrect API key provided. Use the key Roundhouse showed when it was set, "
+                "or set a new one with `roundhouse gateway key --generate`."
+            )
+        else:
+            message = (
+                "This Roundhouse gateway needs an API key: send it as "
+                "'Authorization: Bearer <key>'. Set one with `roundhouse gateway key "
+                "--generate`."
+            )
+        await openai_auth_error(message)(scope, receive, send)
 
 
 def normal_origins(origins: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(o.strip().rstrip("/") for o in origins if o.strip()))
+    # Lower case: browsers send scheme and host so, and CORSMiddleware compares exactly.
+    return tuple(dict.fromkeys(o.strip().rstrip("/").lower() for o in origins if o.strip()))
+
+
+def allowed_origins(origins: Iterable[str], key_set: bool) -> tuple[str, ...]:
+    """The origins that count now: `*` only while a key is set (saving it without one is
+    refused; this covers a settings file edited by hand)."""
+    normal = normal_origins(origins)
+    if "*" in normal and not key_set:
+        return tuple(o for o in normal if o != "*")
+    return normal
 
 
 class GatewayCors:
@@ -209,7 +259,7 @@ class GatewayCors:
         if scope["type"] == "http" and under_prefix(scope["path"], self.prefix):
             origin = _header(scope, b"origin")
             origins = normal_origins(self.origins())
-            if origin is not None and ("*" in origins or origin.rstrip("/") in origins):
+            if origin is not None and ("*" in origins or origin.rstrip("/").lower() in origins):
                 await self._middleware(origins)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -9,6 +9,11 @@ from typing import Any
 
 # Events end at a blank line; engines write either LF or CRLF line ends.
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
+# The longest an event end can be: a scan resumes this far before where the last one ended.
+_END_LENGTH = 4
+# The most of one event the relay holds while waiting for its end. A chat chunk is a few
+# hundred bytes; an engine that sends more without a blank line is broken, and is cut off.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
 # Most chunks of a stream with usage carry `"usage": null`: no need to parse those.
 _NULL_USAGE = re.compile(rb'"usage"\s*:\s*null')
 
@@ -44,6 +49,18 @@ def usage_of(event: bytes) -> tuple[Any, bool]:
     return usage, bool(usage) and chunk.get("choices") == []
 
 
+def _too_long() -> bytes:
+    error = {
+        "error": {
+            "message": f"The engine sent an event longer than {MAX_EVENT_BYTES // (1024 * 1024)}"
+            " MiB without an end; the gateway stopped the stream there.",
+            "type": "server_error",
+            "code": "upstream_event_too_large",
+        }
+    }
+    return b"data: " + json.dumps(error).encode() + b"\n\n"
+
+
 async def relay(
     chunks: AsyncIterator[bytes],
     *,
@@ -56,16 +73,26 @@ async def relay(
     except the usage-only chunk when the client did not ask for usage. `on_usage` gets the
     last usage seen (None when the stream ended without one); `on_events` the number of
     events in each write, for the metrics; `on_timings` llama-server's `timings`, which it
-    puts in the chunk that carries the usage."""
-    pending = b""
+    puts in the chunk that carries the usage. An event longer than MAX_EVENT_BYTES ends the
+    stream with an error event in OpenAI's shape.
+
+    Linear in the stream's length: the bytes of an event still incomplete are kept in one
+    growing buffer and searched for its end only where new bytes came."""
+    pending = bytearray()
+    # Up to here `pending` holds no event end (less the few bytes an end can span).
+    scanned = 0
     last_usage: Any = None
     try:
         async for chunk in chunks:
-            pending += chunk
+            # The usual case, a read of whole events with nothing left over, copies nothing.
+            buffer: bytes | bytearray = chunk
+            if pending:
+                pending += chunk
+                buffer = pending
             start = 0
             out: list[bytes] = []
-            for end in _EVENT_END.finditer(pending):
-                event = pending[start : end.end()]
+            for end in _EVENT_END.finditer(buffer, max(scanned - _END_LENGTH, 0)):
+                event = bytes(buffer[start : end.end()])
                 start = end.end()
                 parsed = _usage_chunk(event)
                 usage = parsed.get("usage") if parsed is not None else None
@@ -78,14 +105,21 @@ async def relay(
                 if usage_only and not forward_usage:
                     continue
                 out.append(event)
-            pending = pending[start:]
+            if buffer is pending:
+                del pending[:start]
+            else:
+                pending[:] = memoryview(chunk)[start:]
+            scanned = len(pending)
             if out:
                 if on_events is not None:
                     on_events(len(out))
                 # Everything complete in this read goes out in one write: each event is
                 # flushed as soon as the engine's bytes for it are in.
                 yield b"".join(out)
+            if scanned > MAX_EVENT_BYTES:
+                yield _too_long()
+                return
         if pending.strip():
-            yield pending
+            yield bytes(pending)
     finally:
         on_usage(last_usage)

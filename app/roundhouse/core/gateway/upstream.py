@@ -10,6 +10,7 @@ import aiohttp
 from multidict import CIMultiDictProxy
 
 from roundhouse.api.instances import InstanceInfo
+from roundhouse.core.gateway.errors import UpstreamFailed
 
 # aiohttp rather than httpx on this side (ADR 14): its C HTTP parser halves the daemon's CPU
 # per relayed request and event. The daemon's own client and every other one stay on httpx.
@@ -40,6 +41,10 @@ KEEPALIVE_S = 2.0
 # with its content-encoding passed along for the client to decode.
 REQUEST_HEADERS = {"accept-encoding": "identity"}
 
+# The most of a whole (not streamed) reply the gateway reads: an embeddings reply of OpenAI's
+# largest batch (2048 inputs of 3072 dimensions, as JSON text) is about 120 MiB.
+REPLY_LIMIT = 256 * 1024 * 1024
+
 # What a failed exchange with an engine raises: aiohttp's errors, and the bound on the send.
 UPSTREAM_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientError, TimeoutError)
 # A kept-alive connection the engine closed as it was reused: nothing was answered.
@@ -57,6 +62,19 @@ def is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class ReplyTooLarge(UpstreamFailed):
+    """An engine's whole reply went past REPLY_LIMIT; it was not read further."""
+
+    code = "upstream_reply_too_large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The engine's reply is larger than {limit // (1024 * 1024)} MiB, the most the "
+            "gateway reads, and was cut off there. Ask for less in one request (fewer "
+            "inputs, fewer tokens), or stream it."
+        )
 
 
 class UpstreamReply:
@@ -79,8 +97,20 @@ class UpstreamReply:
     def is_success(self) -> bool:
         return 200 <= self._response.status < 300
 
-    async def aread(self) -> bytes:
-        return await self._response.read()
+    async def aread(self, limit: int = REPLY_LIMIT) -> bytes:
+        """The whole body, or ReplyTooLarge as soon as it is known to pass `limit` (by its
+        Content-Length, else as it arrives): never more than that in memory."""
+        declared = self._response.content_length
+        if declared is not None and declared > limit:
+            raise ReplyTooLarge(limit)
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self._response.content.iter_any():
+            size += len(chunk)
+            if size > limit:
+                raise ReplyTooLarge(limit)
+            parts.append(chunk)
+        return b"".join(parts)
 
     def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive, in the engine's own chunks."""

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body
 
 from roundhouse.api.gateway import GatewayKey, GatewayListener, GatewayStatus
+from roundhouse.core.errors import ConflictError
 from roundhouse.server.deps import Services
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX
 from roundhouse.server.services import DaemonServices
@@ -52,7 +53,14 @@ async def set_key(
 
 @router.delete("/key", response_model=GatewayStatus)
 async def clear_key(services: Services) -> GatewayStatus:
-    """Remove the key: /v1 is open again on loopback, and a listener beyond it stops."""
+    """Remove the key: /v1 is open again on loopback, and a listener beyond it stops. Refused
+    while `*` is among the CORS origins: every web page could use the gateway then."""
+    if "*" in (o.strip() for o in services.settings.gateway.cors_origins):
+        raise ConflictError(
+            "The key stays: gateway.cors_origins holds `*`, which lets every web page use "
+            "the gateway and needs the key. Remove `*` first (`roundhouse settings set "
+            "gateway.cors_origins ''`, or the Settings page), then clear the key."
+        )
     await services.gateway_key.clear()
     if services.second_listener is not None:
         await services.second_listener.apply()
