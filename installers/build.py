@@ -1,6 +1,7 @@
 """Build Roundhouse's installer for the OS this runs on: `.venv/bin/python installers/build.py`.
 
-Renders the icons, freezes the app with PyInstaller (installers/roundhouse.spec, one
+Makes the build environment from installers/requirements.lock (every file hash-checked),
+renders the icons, freezes the app with PyInstaller (installers/roundhouse.spec, one
 folder), then packages it: a tarball on Linux, a .dmg on macOS, an Inno Setup installer
 on Windows. The work folder is emptied first, so the result depends on the checkout alone.
 installers/README.md has the details, signing included.
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 # Run as a script: this folder is on sys.path, so the steps import as `recipes`.
-from recipes import freeze, icons
+from recipes import buildenv, freeze, icons
 from recipes.common import ROOT, BuildError, human, size_of, version
 
 
@@ -31,6 +32,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=Path,
         default=ROOT / "build" / "installer",
         help="scratch folder: icons, PyInstaller's work, the frozen app (build/installer/)",
+    )
+    parser.add_argument(
+        "--venv",
+        type=Path,
+        default=ROOT / "build" / "venv",
+        help="the build environment, made from installers/requirements.lock (build/venv/)",
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="freeze with this Python's own packages instead of the lock's (not for releases)",
     )
     parser.add_argument(
         "--frozen-only",
@@ -64,8 +76,13 @@ def build(args: argparse.Namespace) -> list[Path]:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     print(f"== Roundhouse {version()} for {sys.platform}: work in {work}", flush=True)
+    if args.no_lock:
+        print("== --no-lock: freezing this Python's packages, not the lock's", flush=True)
+        python = None
+    else:
+        python = buildenv.locked_python(args.venv.resolve())
     icon_set = icons.render_icons(ROOT / "resources" / "icons", work / "icons")
-    frozen = freeze.freeze(work, icon_set.folder)
+    frozen = freeze.freeze(work, icon_set.folder, python)
     if args.frozen_only:
         return [frozen]
     return [frozen, *package(frozen, icon_set, work, dist)]

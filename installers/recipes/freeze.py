@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from recipes.common import SPEC, BuildError, run, source_epoch
+from recipes.common import ROOT, SPEC, BuildError, run, source_epoch
 
 
 def frozen_output(work: Path) -> Path:
@@ -16,15 +16,19 @@ def frozen_output(work: Path) -> Path:
     return dist / "Roundhouse.app" if sys.platform == "darwin" else dist / "roundhouse"
 
 
-def freeze(work: Path, icons: Path) -> Path:
-    """Build the frozen app from the checkout, starting from nothing each time."""
-    if importlib.util.find_spec("PyInstaller") is None:
+def freeze(work: Path, icons: Path, python: Path | None = None) -> Path:
+    """Build the frozen app from the checkout, starting from nothing each time, with the
+    packages of `python` (the build environment's; None: this interpreter's own)."""
+    if python is None and importlib.util.find_spec("PyInstaller") is None:
         raise BuildError(
             "PyInstaller is not installed in this Python: install the dev extra "
             "(`.venv/bin/pip install -e '.[dev]'`) and run this script with .venv/bin/python."
         )
     env = {
         **os.environ,
+        # The spec imports roundhouse to list its modules: from the checkout, which the
+        # build environment does not install.
+        "PYTHONPATH": str(ROOT / "app"),
         # PyInstaller's advice for reproducible builds: a fixed hash seed and date.
         "PYTHONHASHSEED": "0",
         "SOURCE_DATE_EPOCH": str(source_epoch()),
@@ -33,7 +37,7 @@ def freeze(work: Path, icons: Path) -> Path:
     }
     run(
         [
-            sys.executable,
+            str(python or sys.executable),
             "-m",
             "PyInstaller",
             str(SPEC),

@@ -1,9 +1,11 @@
 """The frozen Linux build for tests: built once by installers/build.py, cached by its inputs.
 
 The cache key hashes every file PyInstaller reads from the checkout (the package, the
-resources, the installer recipes), the interpreter and every installed distribution's
-version, so a rerun with nothing changed reuses the tarball and any change rebuilds it.
-Only the tarball is kept: the tests unpack it as a user would.
+resources, the installer recipes and the build's lock), the interpreter and every installed
+distribution's version, so a rerun with nothing changed reuses the tarball and any change
+rebuilds it. Only the tarball is kept: the tests unpack it as a user would. The build
+environment build.py makes from installers/requirements.lock is kept beside it, and made
+again only when the lock changes (pip's cache then holds most of its wheels).
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def frozen_tarball() -> Path:
                     str(entry / "dist"),
                     "--work",
                     str(entry / "work"),
+                    "--venv",
+                    str(cache_root() / "frozen-build-venv"),
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,

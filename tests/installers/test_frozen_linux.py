@@ -9,6 +9,7 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -25,7 +26,12 @@ import roundhouse
 from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
 from tests.engines.fixtures import running_in_ci
-from tests.installers.frozen_build import FrozenBuildError, frozen_tarball, pyinstaller_missing
+from tests.installers.frozen_build import (
+    ROOT,
+    FrozenBuildError,
+    frozen_tarball,
+    pyinstaller_missing,
+)
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux build"),
@@ -119,8 +125,18 @@ def test_tarball_holds_app_desktop_entry_icons_and_scripts(tarball: Path) -> Non
     assert f"{top}/icons/roundhouse-256.png" in members
     assert f"{top}/icons/roundhouse.svg" in members
     resources = f"{top}/_internal/roundhouse/resources"
-    for data in ("engines/catalog.toml", "styles/app.qss", "icons/tray-dark-serving.svg"):
+    for data in (
+        "engines/catalog.toml",
+        "engines/pins/mlx/linux-x86_64.txt",
+        "styles/app.qss",
+        "icons/tray-dark-serving.svg",
+    ):
         assert f"{resources}/{data}" in members, data
+    # Frozen from the build's lock, not from whatever the test's Python has installed.
+    lock = (ROOT / "installers" / "requirements.lock").read_text(encoding="utf-8")
+    keyring = re.search(r"^keyring==(\S+)", lock, re.MULTILINE)
+    assert keyring is not None
+    assert f"{top}/_internal/keyring-{keyring.group(1)}.dist-info/METADATA" in members
     assert entry["Exec"] and entry["Icon"] == "roundhouse"
     assert "Development" in entry["Categories"].split(";")
     assert entry["StartupWMClass"] == "Roundhouse"  # Qt's WM_CLASS: the application name

@@ -31,6 +31,7 @@ def test_installed_wheel_finds_its_resources(tmp_path: Path) -> None:
     (wheel,) = (tmp_path / "dist").glob("roundhouse-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "roundhouse/resources/icons/roundhouse.svg" in names
+    assert "roundhouse/resources/engines/pins/vllm/linux-x86_64.txt" in names
     assert not any(name.startswith(("app/", "tests/")) for name in names)
 
     env_dir = tmp_path / "venv"
