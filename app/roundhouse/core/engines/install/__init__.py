@@ -17,15 +17,22 @@ llama.cpp, from GitHub release assets (`llamacpp`, `managed`):
     `<engines>/llama.cpp/<tag>/`, where detection already looks; `current` names the one
     detection offers first.
 
-mlx-lm, vLLM, SGLang, each in `<engines>/venvs/<engine>/` (`venvs`):
+mlx-lm, vLLM, SGLang, each in `<engines>/venvs/<engine>/` (`venvs`), at the versions the
+release pins in resources/engines/pins (`pins`), every file checked against its sha256:
 
-    venv = await install_python_engine(EngineId.VLLM, engines_dir, python=None,
+    plan = plan_python_engine(EngineId.VLLM, version=None, unverified=False, pins_dir=None)
+    # plan.summary says what is installed and what pip checks; another version needs
+    # unverified=True (InvalidInputError otherwise)
+    venv = await install_python_engine(EngineId.VLLM, engines_dir, plan=plan, python=None,
                                        pip_args=(), on_progress=callback)
     await remove_python_engine(EngineId.VLLM, engines_dir)
+
+    The pins folder is the argument, else $ROUNDHOUSE_ENGINE_PINS, else the shipped one.
 
 Ollama is not installed by Roundhouse: `hints.installer_link(spec, system)` gives its own
 installer, and detection fills `MissingEngine.install_hint` for every engine.
 
 Errors are RoundhouseErrors (`errors`): DownloadError and ChecksumError (502), PipError,
-UnsafeArchiveError, InstallBusyError (409), NotFoundError and InvalidInputError.
+HashMismatchError (502), PinsError, UnsafeArchiveError, InstallBusyError (409),
+NotFoundError and InvalidInputError.
 """
