@@ -99,7 +99,8 @@ def test_attach_scan_stop_detach_and_metrics(
         endpoint = section.selected()
         assert endpoint is not None and endpoint.name == "Lab box"
         row = _row(section, keyed.port)
-        assert row is not None and row["Origin"] == "external"
+        assert row is not None and row["Origin"] == "external · unprotected"
+        assert endpoint.unprotected is not None and "own API key" in endpoint.unprotected
         assert row["Engine"] == "openai: Lab box" and row["Model"] == "org/keyed"
         assert section.stop_button.text() == "Detach"
         assert "org/keyed" in section.message_label.text()
@@ -120,10 +121,24 @@ def test_attach_scan_stop_detach_and_metrics(
         section.scan_button.click()
         await wait_until(lambda: _row(section, vllm.port) is not None, 30, "the scan")
         assert "vllm on port" in section.message_label.text()
-        assert section.select_instance(section.model.instance(section.model.rowCount() - 1).id)
+        # Picked by port: other engines may run on this machine too.
+        assert section.select_instance(
+            next(i.id for i in section.model.instances() if i.port == vllm.port)
+        )
         scanned = section.selected()
         assert scanned is not None and scanned.origin == InstanceOrigin.EXTERNAL
         assert scanned.port == vllm.port and section.stop_button.text() == "Stop"
+        # Marked unprotected, with what to do where it is read; kept from preset models
+        # until allowed from its menu.
+        assert scanned.unprotected is not None
+        assert section.message_label.text().startswith(scanned.unprotected)
+        assert section.presets_action.isVisible() and not section.presets_action.isChecked()
+        section.presets_action.trigger()
+        await wait_until(
+            lambda: (i := section.selected()) is not None and i.may_serve_presets, 15, "allowed"
+        )
+        assert section.presets_action.isChecked()
+        assert "may now serve the models your presets start" in section.message_label.text()
         section.stop_button.click()
         box = section.confirm_box
         assert box is not None and f"port {vllm.port}" in box.text()
@@ -162,7 +177,8 @@ def test_attach_scan_stop_detach_and_metrics(
         await wait_until(lambda: metrics.metrics is not first, 5, "a second reading")
         metrics.close()
         section.stop_button.click()
-        await wait_until(lambda: section.model.rowCount() == 0, 60, "the stop")
+        started_id = call.result.id
+        await wait_until(lambda: section.model.row_of(started_id) is None, 60, "the stop")
 
     try:
         qloop.run_until_complete(scenario())

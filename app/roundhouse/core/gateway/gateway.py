@@ -27,7 +27,7 @@ from roundhouse.core.gateway.jit import POLL_S, READY_MARGIN_S, Starter
 from roundhouse.core.gateway.library import StartableSource, find, preset_library
 from roundhouse.core.gateway.listing import Listed, list_models
 from roundhouse.core.gateway.residency import expired
-from roundhouse.core.gateway.router import COMING, Route, route, serving
+from roundhouse.core.gateway.router import COMING, Route, held_back, route, serving
 from roundhouse.core.gateway.scheduler import Lease, Scheduler
 from roundhouse.core.gateway.upstream import (
     HEADERS_TIMEOUT_S,
@@ -185,7 +185,13 @@ class Gateway:
                         "Its log says why: `roundhouse engines ps`, then `roundhouse engines logs`."
                     ) from None
                 starts += 1
-                started = await self.starter.ensure(startable, deadline, limit=limit)
+                try:
+                    started = await self.starter.ensure(startable, deadline, limit=limit)
+                except StartFailed as exc:
+                    # An engine the user runs may list the model: say how to let it serve.
+                    if hint := held_back(instances, model):
+                        raise StartFailed(exc.message + hint, exc.headers) from exc
+                    raise
 
     async def _wait_coming(
         self,

@@ -16,6 +16,7 @@ __all__ = [
     "ModelNotReady",
     "Route",
     "by_preference",
+    "held_back",
     "known_as",
     "listed",
     "names_of",
@@ -94,6 +95,21 @@ def serving(
     return named
 
 
+def held_back(instances: list[InstanceInfo], model: str) -> str:
+    """Words for an engine Roundhouse did not start that lists `model` but may not serve it
+    because a preset starts it: which one, and how to allow it. Empty when there is none."""
+    held = [i for i in by_preference(instances) if not i.may_serve_presets]
+    info = next((i for i in held if model in names_of(i)), None)
+    if info is None:
+        return ""
+    return (
+        f" The {info.engine.value} instance {info.id} at {info.url}, which Roundhouse did not "
+        f"start, lists '{model}' too; a preset of yours starts that model, so the gateway sends "
+        f"it there only once you allow it: `roundhouse engines allow-presets {info.id}`, or "
+        "that row's menu on the Engines page."
+    )
+
+
 def route(
     instances: list[InstanceInfo], model: str, is_preset: Callable[[str], bool] = _no_preset
 ) -> Route:
@@ -114,6 +130,7 @@ def route(
     offer = ", ".join(f"'{m}'" for m in available) if available else "none (start an instance)"
     raise ModelNotFound(
         f"The model '{model}' is not served by any running instance. Models available: {offer}."
+        + (held_back(instances, model) if is_preset(model) else "")
     )
 
 

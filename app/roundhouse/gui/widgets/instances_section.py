@@ -54,6 +54,7 @@ class InstancesSection(QGroupBox):
         self.copy_button = actions.copy_button
         self.scan_button = actions.scan_button
         self.attach_button = actions.attach_button
+        self.presets_action = actions.presets_action
         self.scan_button.clicked.connect(self.scan)
         self.attach_button.clicked.connect(self.open_attach_dialog)
         self.message_label = QLabel(EMPTY_TEXT)
@@ -64,7 +65,7 @@ class InstancesSection(QGroupBox):
         actions.connect("logs", self.open_logs_of_selected)
         actions.connect("metrics", self.open_metrics_of_selected)
         actions.connect("copy", self.copy_base_url)
-        actions.presets_action.triggered.connect(self.allow_presets_of_selected)
+        self.presets_action.triggered.connect(self.allow_presets_of_selected)
         self.start_button.clicked.connect(self.start_requested)
 
         layout = QVBoxLayout(self)
