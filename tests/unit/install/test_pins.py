@@ -3,20 +3,23 @@ plans: the pinned versions checked, another version refused unless unverified.""
 
 from __future__ import annotations
 
+import platform
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from roundhouse.api.engines import EngineId
-from roundhouse.api.installs import HashCheck
+from roundhouse.api.installs import HashCheck, InstallRequest
 from roundhouse.core.engines.catalog import load_catalog
-from roundhouse.core.engines.install.jobs import PYTHON_ENGINES
+from roundhouse.core.engines.install.jobs import PYTHON_ENGINES, InstallJobs
 from roundhouse.core.engines.install.pins import (
     PINS_ENV,
     PinsError,
     default_pins_dir,
     pins_path,
+    platform_key,
     read_pins,
 )
 from roundhouse.core.engines.install.venvs import PipPlan, plan_python_engine
@@ -212,3 +215,20 @@ def test_an_engine_that_does_not_run_here_is_refused_first(tmp_path: Path) -> No
         plan_python_engine(EngineId.VLLM, pins_dir=tmp_path, system="Darwin", machine="arm64")
     with pytest.raises(InvalidInputError, match="not a Python package"):
         plan_python_engine(EngineId.OLLAMA, pins_dir=tmp_path)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="vLLM runs on Linux")
+def test_the_daemon_refuses_an_unpinned_version_before_any_job_starts(tmp_path: Path) -> None:
+    key = platform_key(platform.system(), platform.machine())
+    _write(tmp_path, f"# pins: all\nvllm==0.33.0 --hash=sha256:{HASH_A}\n", key=key)
+
+    async def never() -> object:
+        raise AssertionError("nothing may be asked of the machine")
+
+    jobs = InstallJobs(tmp_path / "engines", never, never, pins_dir=tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"vLLM 0\.30\.1 is not the version"):
+        jobs.start(EngineId.VLLM, InstallRequest(version="0.30.1"))
+    with pytest.raises(InvalidInputError, match="chosen by its release tag"):
+        jobs.start(EngineId.LLAMA_CPP, InstallRequest(version="1.0"))
+    assert jobs.all() == []
+    assert not (tmp_path / "engines").exists()
