@@ -160,7 +160,7 @@ def test_another_version_is_refused_unless_unverified(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as refused:
         _plan(pins, version="0.30.1")
     assert refused.value.detail == (
-        "vLLM 0.30.1 is not the version this Roundhouse release pins for Linux x86_64 "
+        "vllm 0.30.1 is not the version this Roundhouse release pins for Linux x86_64 "
         "(0.33.0): only pinned versions are checked against known hashes. Leave out the "
         "version to install 0.33.0, or allow an unverified install (roundhouse engines "
         "install vllm --version 0.30.1 --unverified) to get it from the package index "
@@ -226,7 +226,7 @@ def test_the_daemon_refuses_an_unpinned_version_before_any_job_starts(tmp_path: 
         raise AssertionError("nothing may be asked of the machine")
 
     jobs = InstallJobs(tmp_path / "engines", never, never, pins_dir=tmp_path)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match=r"vLLM 0\.30\.1 is not the version"):
+    with pytest.raises(InvalidInputError, match=r"vllm 0\.30\.1 is not the version"):
         jobs.start(EngineId.VLLM, InstallRequest(version="0.30.1"))
     with pytest.raises(InvalidInputError, match="chosen by its release tag"):
         jobs.start(EngineId.LLAMA_CPP, InstallRequest(version="1.0"))

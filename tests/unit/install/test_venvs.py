@@ -149,7 +149,7 @@ def test_an_unverified_version_is_installed_with_a_warning(
 ) -> None:
     wheels, pins = mlx_wheels_and_pins(tmp_path)
     write_wheel(wheels, "mlx-lm", "0.0.9", {"mlx_lm/__init__.py": "", "mlx_lm/server.py": ""})
-    with pytest.raises(InvalidInputError, match=r"mlx_lm.server\) 0.0.9 is not the version"):
+    with pytest.raises(InvalidInputError, match=r"mlx-lm 0\.0\.9 is not the version"):
         plan_python_engine(EngineId.MLX, version="0.0.9", pins_dir=pins)
     events = Events()
     plan = plan_python_engine(EngineId.MLX, version="0.0.9", unverified=True, pins_dir=pins)

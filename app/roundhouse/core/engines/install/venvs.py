@@ -138,7 +138,7 @@ def plan_python_engine(
     if not unverified:
         shown = " or ".join(pinned)
         raise InvalidInputError(
-            f"{spec.title} {version} is not the version this Roundhouse release pins for "
+            f"{package} {version} is not the version this Roundhouse release pins for "
             f"{where} ({shown}): only pinned versions are checked against known hashes. "
             f"Leave out the version to install {shown}, or allow an unverified install "
             f"(roundhouse engines install {engine.value} --version {version} --unverified) to "
