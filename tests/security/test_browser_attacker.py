@@ -42,8 +42,10 @@ from roundhouse.core.instances.keys import EngineKeys, auth_headers
 from roundhouse.core.settings import save_settings
 from tests.browser import Response, Visit, chromium_or_skip, serving, visit
 from tests.daemon_process import DaemonProcess, start_daemon, start_ready
-from tests.fakes.launchers import console_script
+from tests.fakes.ollama.server import Options as OllamaOptions
+from tests.fakes.ollama.server import Store
 from tests.processes import free_port
+from tests.security.engine_targets import program, sglang_python
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -58,8 +60,11 @@ ENGINE_PATHS = {
     EngineId.LLAMA_CPP: ("/v1/models", "/v1/chat/completions", "/slots", "/props", "/metrics"),
     EngineId.VLLM: ("/v1/models", "/v1/chat/completions", "/metrics"),
     EngineId.MLX: ("/v1/models", "/v1/chat/completions"),
+    EngineId.SGLANG: ("/v1/models", "/v1/chat/completions", "/generate", "/get_server_info"),
+    EngineId.OLLAMA: ("/api/tags", "/api/ps", "/api/generate", "/api/chat", "/v1/models"),
 }
 # Prometheus counters that move when an engine reads a prompt or generates.
+# Not SGLang's: its readiness probe, /health_generate, generates a token each time.
 COUNTED = {EngineId.LLAMA_CPP: "llamacpp:", EngineId.VLLM: "vllm:"}
 
 
@@ -98,8 +103,14 @@ def attacked(
     folder = tmp_path_factory.mktemp("browser attacker")
     preset_model = folder / f"{PRESET}.gguf"
     shutil.copy(tiny_gguf, preset_model)
-    # `vllm` on PATH runs the vLLM stand-in, as pip's console script runs vLLM.
-    vllm = console_script(folder / "bin", "vllm", "tests.fakes.openai_engines", "vllm")
+    # The stand-ins found as the daemon finds the real engines: `vllm` and `ollama` on PATH
+    # (Ollama with its model pulled), an `sglang` package in a chosen Python.
+    bins = folder / "bin"
+    program(bins, "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+    ollama_state = folder / "ollama-state"
+    pulled = list(Store(OllamaOptions(state=ollama_state, pull_delay_s=0.0)).pull("tiny"))
+    assert pulled[-1] == {"status": "success"}, pulled
+    program(bins, "ollama", "tests.fakes.ollama", tail=f", '--state', {str(ollama_state)!r}")
     root = folder / "home"
     home = resolve_home(root)
     home.ensure()
@@ -108,13 +119,12 @@ def attacked(
         home.settings_file,
         Settings(
             models_dir=str(folder / "hub"),
-            engines=EngineSettings(python_paths=[mlx_python]),
-            # Both listeners keyless on loopback, as most users run them; a just-in-time
-            # start may evict nothing it would not otherwise.
+            engines=EngineSettings(python_paths=[mlx_python, sglang_python(folder)]),
+            # Both listeners keyless on loopback, as most users run them.
             gateway=GatewaySettings(listen_host="127.0.0.1", listen_port=second_port),
         ),
     )
-    path = os.pathsep.join((str(vllm.parent), str(llama_server_binary.parent), os.environ["PATH"]))
+    path = os.pathsep.join((str(bins), str(llama_server_binary.parent), os.environ["PATH"]))
     daemon = start_daemon(root, env={"PATH": path})
     try:
         starts = [
@@ -122,8 +132,10 @@ def attacked(
                 engine=EngineId.LLAMA_CPP,
                 options=InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=1),
             ),
-            StartRequest(engine=EngineId.VLLM, options=InstanceOptions(model="org/browser-m")),
             StartRequest(engine=EngineId.MLX, options=InstanceOptions(model=str(tiny_hf_model))),
+            StartRequest(engine=EngineId.VLLM, options=InstanceOptions(model="org/browser-v")),
+            StartRequest(engine=EngineId.SGLANG, options=InstanceOptions(model="org/browser-s")),
+            StartRequest(engine=EngineId.OLLAMA, options=InstanceOptions(model="tiny:latest")),
         ]
         engines = [asyncio.run(start_ready(daemon, s, READY_TIMEOUT_S)) for s in starts]
         assert all(e.models for e in engines), engines
@@ -187,11 +199,14 @@ HOWS = [
 
 
 def _body(path: str, model: str) -> str:
-    if path.endswith("/completions"):
-        return json.dumps(
-            {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
-        )
-    return json.dumps({"model": model, "prompt": "hi"})
+    """What the route would generate from, had the page got through."""
+    if path.endswith(("/chat/completions", "/api/chat")):
+        asked: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+    elif path == "/generate":  # SGLang's native route
+        asked = {"text": "hi"}
+    else:
+        asked = {"prompt": "hi"}
+    return json.dumps({"model": model, **asked, "max_tokens": 4, "stream": False})
 
 
 def _urls(attacked: Attacked) -> list[dict[str, str]]:
@@ -310,7 +325,9 @@ def test_the_page_read_nothing_from_any_listener(attacked: Attacked, attack: Att
     results = attack.visit.report["results"]
     assert len(results) == len(_urls(attacked)) * len(HOWS)
     readable = [r for r in results if r["outcome"] == "readable"]
-    assert readable == [], json.dumps(readable, indent=1)
+    assert readable == [], "\n".join(
+        f"{r['how']} {r['url']} -> {r['status']} {r['body'][:120]}" for r in readable
+    )
     # A no-cors request is sent whatever the reply; the reply stays opaque to the page.
     for result in results:
         if result["how"].startswith("no-cors"):
