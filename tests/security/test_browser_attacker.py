@@ -1,21 +1,20 @@
 """A web page in a real browser (headless Chromium) attacks the gateway and every engine port.
 
-The page comes from another origin on loopback (`http://attacker.localhost:<port>`) while a
-real daemon runs the real llama-server on the tiny model, the vLLM stand-in and the real
-mlx_lm.server, and keeps a preset a request could start just in time. For each of the
-gateway's two listeners and each engine's routes, addressed by `127.0.0.1` and by a
-rebinding name (`rebind.localhost`), the page tries the CSRF "simple request" (a `no-cors`
+One real daemon runs the real llama-server on the tiny model, the real mlx_lm.server, and
+the vLLM, SGLang and Ollama stand-ins, and keeps a preset a request could start just in
+time; both gateway listeners are keyless on loopback. The page comes from another origin on
+loopback, once as `http://attacker.localhost:<port>` and once as `http://localhost:<port>`
+(which "local origins" settings tend to trust). For each route, addressed by `127.0.0.1` and
+by a rebinding name (`rebind.localhost`), it tries the CSRF "simple request" (a `no-cors`
 POST of a text/plain JSON body), a CORS GET and a CORS POST of JSON, and reports what it
 could read. Chromium's NetLog adds what each listener answered, opaque replies included.
 
-Asserted: the page read nothing; no reply carried a CORS header; the gateway answered 403
-(foreign Origin) or 415 (not JSON) and each engine 401 or 403; no instance started or
-stopped; the gateway's usage and the engines' token counters did not move. Two controls on
-the attacker's own site show that the browser did send cross-origin requests to loopback
-and could read a reply that allowed it, so a refusal here is the listeners' doing.
-
-Ollama is not attacked here: its protection is Ollama's own Host and Origin checks, which
-its stand-in does not reproduce (tests/fakes/ollama)."""
+Asserted: the page read nothing; no reply allowed its origin; the gateway answered 403
+(foreign Origin) or 415 (not JSON), preflights included, and each engine 401 or 403; no
+instance started or stopped; the gateway's usage and the engines' token counters did not
+move. Two controls on the attacker's own site show that the browser did send cross-origin
+requests to loopback and could read a reply that allowed it, so a refusal here is the
+listeners' doing."""
 
 from __future__ import annotations
 
@@ -72,7 +71,6 @@ COUNTED = {EngineId.LLAMA_CPP: "llamacpp:", EngineId.VLLM: "vllm:"}
 class Attacked:
     daemon: DaemonProcess
     second: str
-    preset_model: str
     engines: list[InstanceInfo]
 
     def run(self, call: Callable[[DaemonClient], Any]) -> Any:
@@ -144,7 +142,7 @@ def attacked(
             model=str(preset_model),
             options=InstanceOptions(model=str(preset_model), ctx_size=512, parallel=1),
         )
-        attacked = Attacked(daemon, f"http://127.0.0.1:{second_port}", PRESET, engines)
+        attacked = Attacked(daemon, f"http://127.0.0.1:{second_port}", engines)
         attacked.run(lambda c: c.save_preset(preset))
         # A request naming it would start it: what the page must not manage.
         listed = httpx.get(f"{daemon.url}/v1/models", trust_env=False).json()["data"]
