@@ -31,7 +31,7 @@ from roundhouse.api.external import AttachSource, ExternalEngine
 from roundhouse.base.hosts import is_loopback_host
 from roundhouse.core.engines.attach.cmdline import ProcessPattern, process_patterns, redact_cmdline
 from roundhouse.core.engines.attach.probe import http_url, probe_engine
-from roundhouse.core.engines.attach.scan import Candidate, scan
+from roundhouse.core.engines.attach.scan import Candidate, listen_addresses, scan
 from roundhouse.core.engines.attach.trust import (
     exposure_problem,
     not_adopted,
@@ -161,13 +161,7 @@ def _port_problem(pid: int | None, port: int) -> str | None:
     if pid is not None:
         try:
             process = psutil.Process(pid)
-            method = getattr(process, "net_connections", None) or process.connections
-            listening = [
-                (c.laddr.ip, c.laddr.port)
-                for c in method(kind="inet")
-                if c.status == psutil.CONN_LISTEN and c.laddr
-            ]
-            return not_adopted(owner_problem(process), exposure_problem(listening))
+            return not_adopted(owner_problem(process), exposure_problem(listen_addresses(process)))
         except psutil.NoSuchProcess:
             return "ended while Roundhouse looked at it"
         except psutil.AccessDenied:

@@ -45,6 +45,18 @@ def _connect_host(ip: str) -> str:
     return addr.compressed
 
 
+def listen_addresses(proc: psutil.Process) -> list[tuple[str, int]]:
+    """(address, port) of each socket `proc` listens on; psutil's errors pass through (a
+    process of another user's is AccessDenied on most systems)."""
+    # psutil 6 renamed connections() to net_connections(); the project allows 5.9.
+    method = getattr(proc, "net_connections", None) or proc.connections
+    return [
+        (c.laddr.ip, c.laddr.port)
+        for c in method(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr
+    ]
+
+
 class _ListenTable:
     """Listening sockets by pid: per process where allowed, else the system table (once)."""
 
@@ -52,17 +64,12 @@ class _ListenTable:
         self._system: dict[int, list[tuple[str, int]]] | None = None
 
     def of(self, proc: psutil.Process) -> list[tuple[str, int]]:
-        # psutil 6 renamed connections() to net_connections(); the project allows 5.9.
-        method = getattr(proc, "net_connections", None) or proc.connections
         try:
-            conns = method(kind="inet")
+            return listen_addresses(proc)
         except (psutil.AccessDenied, psutil.ZombieProcess, PermissionError):
             return self._system_table().get(proc.pid, [])
         except psutil.NoSuchProcess:
             return []
-        return [
-            (c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN and c.laddr
-        ]
 
     def _system_table(self) -> dict[int, list[tuple[str, int]]]:
         if self._system is None:
