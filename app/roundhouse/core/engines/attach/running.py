@@ -33,6 +33,7 @@ from roundhouse.core.engines.attach.cmdline import ProcessPattern, process_patte
 from roundhouse.core.engines.attach.probe import http_url, probe_engine
 from roundhouse.core.engines.attach.scan import Candidate, listen_addresses, scan
 from roundhouse.core.engines.attach.trust import (
+    UNKNOWN_OWNER,
     exposure_problem,
     not_adopted,
     owner_problem,
@@ -168,10 +169,7 @@ def _port_problem(pid: int | None, port: int) -> str | None:
             pass  # another user's process: the socket table may still say whose
     sockets = socket_listeners(port)
     if not sockets:
-        return (
-            "runs as a user the system does not name to Roundhouse. Roundhouse adopts only "
-            "engines that run as you; attach its URL if you trust it"
-        )
+        return not_adopted(UNKNOWN_OWNER, None)
     owner = next((p for p in (uid_problem(uid) for _, uid in sockets) if p), None)
     return not_adopted(owner, exposure_problem((ip, port) for ip, _ in sockets))
 

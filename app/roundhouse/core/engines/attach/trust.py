@@ -30,6 +30,8 @@ FIRST_PERSON_UID = 501 if sys.platform == "darwin" else 1000
 _WINDOWS_SERVICES = frozenset(
     {"nt authority\\system", "nt authority\\local service", "nt authority\\network service"}
 )
+# The owner of a process or socket the system does not show (another user's, mostly).
+UNKNOWN_OWNER = "runs as a user the system does not name to Roundhouse"
 _UNSPECIFIED = frozenset({"0.0.0.0", "::", "*", ""})
 _PROC_NET = Path("/proc/net")
 _TCP_LISTEN = "0A"
@@ -47,7 +49,7 @@ def owner_problem(process: psutil.Process) -> str | None:
             return f"runs as another user ({user})"
         uid = process.uids().real
     except psutil.AccessDenied:
-        return "runs as a user the system does not name to Roundhouse"
+        return UNKNOWN_OWNER
     return uid_problem(uid)
 
 
