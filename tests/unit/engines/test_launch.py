@@ -86,10 +86,10 @@ def test_llama_server_minimal_and_its_key_stays_off_argv() -> None:
         "llama-server", "-m", GGUF, "--host", "127.0.0.1", "--port", "8081", "-ngl", "0",
     )  # fmt: skip
     # llama.cpp's environment twin of --api-key is LLAMA_API_KEY (common/arg.cpp); its CORS
-    # answers local origins alone and its web UI is off.
+    # names an origin no page can have and its web UI is off.
     assert plan.env == {
         "LLAMA_API_KEY": "s3cr3t",
-        "LLAMA_ARG_CORS_ORIGINS": "localhost",
+        "LLAMA_ARG_CORS_ORIGINS": "https://engine.roundhouse.invalid",
         "LLAMA_ARG_UI": "0",
     }
     assert plan.secret_env == ("LLAMA_API_KEY",)

@@ -40,9 +40,11 @@ OWNED = (
 # --api-key's environment twin (llama.cpp's common/arg.cpp); not LLAMA_ARG_API_KEY.
 API_KEY_ENV = "LLAMA_API_KEY"
 # With a key set, llama-server refuses every route but /health and its web UI's files; its
-# CORS default answers every origin, with credentials. "localhost" sends CORS headers to
-# local origins alone, and the web UI, which Roundhouse never uses, is off (ADR 21).
-GUARD_ENV = {"LLAMA_ARG_CORS_ORIGINS": "localhost", "LLAMA_ARG_UI": "0"}
+# CORS default answers every origin, with credentials, and its "localhost" mode still lets
+# pages served from localhost in. Any other value is sent as it is, so an origin no page
+# can have (.invalid never resolves) lets none in. The web UI, never used, is off (ADR 21).
+NO_PAGE_ORIGIN = "https://engine.roundhouse.invalid"
+GUARD_ENV = {"LLAMA_ARG_CORS_ORIGINS": NO_PAGE_ORIGIN, "LLAMA_ARG_UI": "0"}
 
 
 def _is_verbosity(arg: str) -> bool:
