@@ -37,7 +37,9 @@ from roundhouse.api.instances import InstanceInfo, InstanceOrigin, Preset, Start
 from roundhouse.api.settings import EngineSettings, GatewaySettings, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
+from roundhouse.core.engines.launch import keyless
 from roundhouse.core.instances.keys import EngineKeys, auth_headers
+from roundhouse.core.ports import BROWSER_BLOCKED_PORTS
 from roundhouse.core.settings import save_settings
 from tests.browser import Response, Visit, chromium_or_skip, serving, visit
 from tests.daemon_process import DaemonProcess, start_daemon, start_ready
@@ -306,7 +308,13 @@ def _gateway_ports(attacked: Attacked) -> set[int]:
 
 
 def _engine_ports(attacked: Attacked) -> set[int]:
-    return {e.port for e in attacked.engines}
+    """The ports of the engines with a key or Roundhouse's guard: they answer, refusing."""
+    return {e.port for e in attacked.engines if not keyless(e.engine)}
+
+
+def _keyless_ports(attacked: Attacked) -> set[int]:
+    """Ollama's: it takes no key, so it listens where no browser sends a request (ADR 21)."""
+    return {e.port for e in attacked.engines if keyless(e.engine)}
 
 
 def _lines(responses: list[Response]) -> str:
@@ -346,6 +354,17 @@ def test_every_listener_answered_and_none_let_the_page_in(
         if r.headers.get("access-control-allow-origin") in (attack.origin, "*", "null")
     ]
     assert allowing == [], _lines(allowing)
+
+
+def test_no_request_reached_the_engine_that_takes_no_key(
+    attacked: Attacked, attack: Attack
+) -> None:
+    ports = _keyless_ports(attacked)
+    assert ports and ports <= set(BROWSER_BLOCKED_PORTS), ports
+    # The browser refused to send a thing there, whatever the page's origin: no reply came.
+    assert attack.answered(ports) == [], _lines(attack.answered(ports))
+    tried = [r for r in attack.visit.report["results"] if urlsplit(r["url"]).port in ports]
+    assert tried and all(r["outcome"] == "failed" for r in tried), tried
 
 
 def test_the_gateway_refused_the_forged_requests(attacked: Attacked, attack: Attack) -> None:

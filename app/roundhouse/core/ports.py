@@ -39,6 +39,34 @@ class PortInUseError(OSError):
         self.owner = owner
 
 
+# Ports the Fetch standard's "bad port" list bars: no browser sends a request there, from
+# any page (fetch.spec.whatwg.org/#port-blocking). Those an unprivileged program may bind,
+# the longest-standing first (4190 and 6679 joined the list in 2024). An engine that takes
+# no key listens on one of them, so that no web page can reach it at all (ADR 21).
+BROWSER_BLOCKED_PORTS = (
+    6665, 6666, 6667, 6668, 6669, 6697, 10080, 1719, 1720, 1723, 3659, 5060, 5061, 6566,
+    4045, 2049, 4190, 6679,
+)  # fmt: skip
+
+
+def free_port(host: str, *, browser_blocked: bool = False) -> int:
+    """A port nothing listens on; with `browser_blocked`, one that no browser will reach when
+    one is free (else any, which the caller's words must then not promise otherwise)."""
+    for port in BROWSER_BLOCKED_PORTS if browser_blocked else ():
+        try:
+            listener = bind_listener(host, port)
+        except OSError:
+            continue
+        listener.close()
+        return port
+    listener = bind_listener(host, 0)
+    try:
+        chosen: int = listener.getsockname()[1]
+        return chosen
+    finally:
+        listener.close()
+
+
 def port_owner(port: int) -> PortOwner | None:
     """The process listening on `port`, when the OS lets us see it (macOS needs root)."""
     try:

@@ -19,6 +19,16 @@ _BUILDERS: dict[EngineId, Builder] = {
 }
 
 
+# Engines that take no key of any kind (ADR 21): Ollama guards itself against other sites,
+# and listens on a port no browser reaches, so that pages served from localhost cannot
+# reach it either.
+KEYLESS = frozenset({EngineId.OLLAMA})
+
+
+def keyless(engine: EngineId) -> bool:
+    return engine in KEYLESS
+
+
 def build_launch(
     spec: EngineSpec,
     detected: DetectedEngine,

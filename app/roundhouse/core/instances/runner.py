@@ -10,11 +10,12 @@ import time
 from roundhouse.api.engines import LaunchParams
 from roundhouse.api.instances import InstanceStatus
 from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.core.engines.launch import keyless
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.memory import InventoryGetter, MemoryReader
-from roundhouse.core.ports import bind_listener
+from roundhouse.core.ports import free_port
 from roundhouse.core.supervise import (
     EngineExitedError,
     EngineNotReadyError,
@@ -116,7 +117,7 @@ class InstanceRunner:
             entry.restarts += 1
             await asyncio.sleep(decision.delay_s)
             if not fixed_port:
-                entry.port = free_port(entry.host)
+                entry.port = free_port(entry.host, browser_blocked=keyless(entry.engine))
 
     async def stop(self, entry: InstanceEntry) -> None:
         """Stop the entry's engine, or its start if it is still starting; keep how it ended."""
@@ -134,15 +135,6 @@ class InstanceRunner:
         if entry.process is not None and entry.last_exit is None:
             entry.last_exit = entry.process.outcome()
         entry.pid = None
-
-
-def free_port(host: str) -> int:
-    listener = bind_listener(host, 0)
-    try:
-        port: int = listener.getsockname()[1]
-        return port
-    finally:
-        listener.close()
 
 
 def _on_progress(entry: InstanceEntry, progress: Progress) -> None:

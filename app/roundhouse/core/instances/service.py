@@ -24,7 +24,7 @@ from roundhouse.api.instances import (
     InstanceStatus,
     StartRequest,
 )
-from roundhouse.core.engines.launch import build_launch
+from roundhouse.core.engines.launch import build_launch, keyless
 from roundhouse.core.errors import ConflictError, NotFoundError
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
@@ -40,7 +40,8 @@ from roundhouse.core.instances.manager import InstanceManager, new_instance_id
 from roundhouse.core.instances.memory import InventoryGetter
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.readouts import read_logs, read_metrics
-from roundhouse.core.instances.runner import InstanceRunner, free_port
+from roundhouse.core.instances.runner import InstanceRunner
+from roundhouse.core.ports import free_port
 from roundhouse.core.supervise import RestartPolicy, ensure_port_free
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class InstanceService:
             raise ConflictError("The daemon is stopping; start the engine after it restarts.")
         options = self._options(request)
         spec, detected = await self._resolve(request.engine)
-        port = request.port or free_port(request.host)
+        port = request.port or free_port(request.host, browser_blocked=keyless(request.engine))
         params = LaunchParams(**options.model_dump(), host=request.host, port=port)
         plan = build_launch(spec, detected, params, hf_hub_cache=self._manager.hf_cache())
         await asyncio.to_thread(ensure_port_free, request.host, port)
