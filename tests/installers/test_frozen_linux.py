@@ -128,6 +128,7 @@ def test_tarball_holds_app_desktop_entry_icons_and_scripts(tarball: Path) -> Non
     for data in (
         "engines/catalog.toml",
         "engines/pins/mlx/linux-x86_64.txt",
+        "engines/guard/sitecustomize.py",
         "styles/app.qss",
         "icons/tray-dark-serving.svg",
     ):

@@ -32,6 +32,8 @@ def test_installed_wheel_finds_its_resources(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "roundhouse/resources/icons/roundhouse.svg" in names
     assert "roundhouse/resources/engines/pins/vllm/linux-x86_64.txt" in names
+    # The guard Python engines start behind (ADR 21) is a resource, read by their Python.
+    assert "roundhouse/resources/engines/guard/sitecustomize.py" in names
     assert not any(name.startswith(("app/", "tests/")) for name in names)
 
     env_dir = tmp_path / "venv"

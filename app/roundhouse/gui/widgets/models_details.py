@@ -23,6 +23,7 @@ from roundhouse.api.hub import HubModelDetails, QuantGroup
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.widgets.keyed_table_model import Row
+from roundhouse.gui.widgets.link_prompt import ask_to_open
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel
 from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, repo_key
@@ -114,7 +115,9 @@ class ModelDetailsView(QStackedWidget):
         self.summary.setFrameShape(QFrame.Shape.NoFrame)
         # Read as part of the pane, not as an input box.
         self.summary.setStyleSheet("QTextBrowser { background: transparent; }")
-        self.summary.setOpenExternalLinks(True)
+        # Its links are the owner's too: the whole address is shown before any opens.
+        self.summary.setOpenLinks(False)
+        self.summary.anchorClicked.connect(lambda url: ask_to_open(self, url.toString()))
 
         self.groups = BadgeTableModel(HEADERS, frozenset({3}), self)
         self.groups_view: QTableView = table_view(self.groups)
