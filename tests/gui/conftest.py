@@ -24,8 +24,10 @@ from PySide6.QtWidgets import QApplication
 from roundhouse.api.discovery import read_discovery
 from roundhouse.base.paths import resolve_home
 from roundhouse.gui.app import Ui, build_ui
-from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.event_loop import GuiEventLoop, install_asyncgen_hooks
+from roundhouse.gui.pages.settings_page import SettingsPage
+from roundhouse.gui.widgets.gateway_settings import GatewaySettingsSection
 from tests.daemon_process import DaemonProcess, path_with, running_daemon
 
 GUI_DIR = Path(__file__).parent
@@ -73,6 +75,17 @@ async def wait_until(predicate: Callable[[], bool], within_s: float = 15.0, what
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {within_s:.0f} s waiting for {what or predicate}")
         await asyncio.sleep(0.05)
+
+
+async def open_gateway_settings(ui: Ui) -> tuple[SettingsPage, GatewaySettingsSection]:
+    """Connect the app to its daemon and show the Settings page's Gateway section, read."""
+    ui.bridge.start()
+    await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+    page = ui.window.show_page("Settings")
+    assert isinstance(page, SettingsPage)
+    section = page.gateway
+    await wait_until(lambda: section.status is not None, 10, "the gateway's state")
+    return page, section
 
 
 def close_bridge(loop: qasync.QEventLoop, bridge: DaemonBridge, within_s: float = 20.0) -> None:

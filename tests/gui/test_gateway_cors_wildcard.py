@@ -8,10 +8,8 @@ import qasync
 
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
-from roundhouse.gui.daemon_bridge import ConnectionState
-from roundhouse.gui.pages.settings_page import SettingsPage
 from tests.daemon_process import DaemonProcess
-from tests.gui.conftest import wait_until
+from tests.gui.conftest import open_gateway_settings, wait_until
 from tests.gui.test_gateway_settings import _confirm, keyed_daemon
 
 __all__ = ["keyed_daemon"]  # the fixture, used by name below
@@ -26,12 +24,7 @@ def test_every_origin_needs_the_key_and_keeps_it(
     ui: Ui, qloop: qasync.QEventLoop, keyed_daemon: DaemonProcess
 ) -> None:
     async def scenario() -> None:
-        ui.bridge.start()
-        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
-        page = ui.window.show_page("Settings")
-        assert isinstance(page, SettingsPage)
-        section = page.gateway
-        await wait_until(lambda: section.status is not None, 10, "the gateway's state")
+        page, section = await open_gateway_settings(ui)
 
         section.cors_origins.setText("*")
         page.save_button.click()

@@ -7,10 +7,8 @@ import qasync
 
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
-from roundhouse.gui.daemon_bridge import ConnectionState
-from roundhouse.gui.pages.settings_page import SettingsPage
 from tests.daemon_process import DaemonProcess
-from tests.gui.conftest import wait_until
+from tests.gui.conftest import open_gateway_settings, wait_until
 
 
 async def _saved(daemon: DaemonProcess) -> list[str]:
@@ -22,12 +20,7 @@ def test_media_hosts_are_saved_and_a_url_is_refused(
     ui: Ui, qloop: qasync.QEventLoop, daemon: DaemonProcess
 ) -> None:
     async def scenario() -> None:
-        ui.bridge.start()
-        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
-        page = ui.window.show_page("Settings")
-        assert isinstance(page, SettingsPage)
-        section = page.gateway
-        await wait_until(lambda: section.status is not None, 10, "the gateway's state")
+        page, section = await open_gateway_settings(ui)
         assert section.media_domains.text() == ""
 
         section.media_domains.setText("Upload.Wikimedia.org, images.example.com")

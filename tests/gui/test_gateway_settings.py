@@ -16,10 +16,8 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
-from roundhouse.gui.daemon_bridge import ConnectionState
-from roundhouse.gui.pages.settings_page import SettingsPage
 from tests.daemon_process import DaemonProcess, running_daemon
-from tests.gui.conftest import wait_until
+from tests.gui.conftest import open_gateway_settings, wait_until
 from tests.processes import free_port
 
 
@@ -48,12 +46,7 @@ def test_gateway_settings_key_and_listeners(
     ui: Ui, qloop: qasync.QEventLoop, keyed_daemon: DaemonProcess, qapp: QApplication
 ) -> None:
     async def scenario() -> None:
-        ui.bridge.start()
-        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
-        page = ui.window.show_page("Settings")
-        assert isinstance(page, SettingsPage)
-        section = page.gateway
-        await wait_until(lambda: section.status is not None, 10, "the gateway's state")
+        page, section = await open_gateway_settings(ui)
         assert section.just_in_time.isChecked() and section.idle_ttl.value() == 3600
         assert section.listen_host.text() == "" and section.key_state.text() == "Not set"
         assert f"{keyed_daemon.url}/v1 (no key)" in section.listeners_text()

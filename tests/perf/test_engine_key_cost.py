@@ -14,12 +14,11 @@ from typing import Any, cast
 
 import pytest
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.instances.keys import EngineKeys
 from roundhouse.core.instances.service import InstanceService
+from tests.unit.builders import ready_instance
 
 ROUNDS = 8
 REQUESTS_PER_ROUND = 1500
@@ -53,21 +52,8 @@ async def _engine(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
 
 
 def _route(url: str) -> Route:
-    info = InstanceInfo(
-        id="perf",
-        engine=EngineId.LLAMA_CPP,
-        model="m",
-        origin=InstanceOrigin.STARTED,
-        status=InstanceStatus.READY,
-        host="127.0.0.1",
-        port=1,
-        url=url,
-        base_url=f"{url}/v1",
-        started_at=0.0,
-        models=["m"],
-        options=InstanceOptions(),
-    )
-    return Route(info, "m")
+    port = int(url.rsplit(":", 1)[1])
+    return Route(ready_instance("perf", model="m", port=port, models=["m"]), "m")
 
 
 async def _round(gateway: Gateway, route: Route) -> float:

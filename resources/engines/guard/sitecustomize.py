@@ -38,7 +38,10 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def host_name(host: str) -> str:
-    """`[::1]:8080` -> `::1`, `127.0.0.1:8080` -> `127.0.0.1`, lower-cased."""
+    """`[::1]:8080` -> `::1`, `127.0.0.1:8080` -> `127.0.0.1`, lower-cased.
+
+    The daemon's security.host_without_port does the same; this file runs in the engine's
+    Python, which has no Roundhouse to import."""
     host = host.strip().lower()
     if host.startswith("["):
         end = host.find("]")
