@@ -51,7 +51,7 @@ def browser(qapp: QApplication) -> Iterator[_Browser]:
     recorder = _Browser()
     schemes = ("http", "https", "file", "javascript", "data", "smb")
     for scheme in schemes:
-        QDesktopServices.setUrlHandler(scheme, recorder, b"open")
+        QDesktopServices.setUrlHandler(scheme, recorder, "open")
     yield recorder
     for scheme in schemes:
         QDesktopServices.unsetUrlHandler(scheme)
