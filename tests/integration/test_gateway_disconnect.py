@@ -93,7 +93,13 @@ def test_a_client_gone_mid_stream_stops_the_engine(
         "stream": True,
     }
     with (
-        httpx.Client(base_url=f"http://{address.netloc}", trust_env=False, timeout=10) as engine,
+        # The test reads the engine's /slots as its owner does: with the instance's key.
+        httpx.Client(
+            base_url=f"http://{address.netloc}",
+            headers=daemon.engine_headers(info.id),
+            trust_env=False,
+            timeout=10,
+        ) as engine,
         httpx.Client(base_url=daemon.url, trust_env=False, timeout=30) as client,
     ):
         with client.stream("POST", "/v1/completions", json=body) as reply:

@@ -142,7 +142,10 @@ class AbService:
                 update={"model": info.models[0] if info.models else arm.model, "label": label}
             )
             follow = BenchProgress(id=uuid.uuid4().hex[:12], state=BenchState.RUNNING)
-            task = asyncio.create_task(run_benchmark(workload, info.base_url, "", follow))
+            # Straight to the engine, so each arm is measured without the gateway: with the
+            # key Roundhouse started it with (ADR 21).
+            key = await self._instances.upstream_key(info.id) or ""
+            task = asyncio.create_task(run_benchmark(workload, info.base_url, key, follow))
             try:
                 while not task.done():
                     progress.done = follow.done
