@@ -52,7 +52,10 @@ def test_pull_list_show_load_unload_delete_then_ollama_goes_away(
         await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
         page = ui.window.show_page("Ollama")
         assert isinstance(page, OllamaPage)
-        await wait_until(lambda: page.base_url is not None, 10, "the first listing")
+        # The status is written once both lists (models, loaded) have answered.
+        await wait_until(
+            lambda: page.status_label.text().startswith("Ollama at"), 10, "the first listing"
+        )
         assert page.base_url == standin.base_url and not page.absent
         assert page.models.rowCount() == 0 and page.loaded.rowCount() == 0
         assert f"Ollama at {standin.base_url}" in page.status_label.text()
