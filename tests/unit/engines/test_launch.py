@@ -343,3 +343,20 @@ def test_ollama_takes_no_key_and_never_inherits_open_origins() -> None:
     # Empty: Ollama's own local list, never an OLLAMA_ORIGINS="*" from the user's shell.
     assert plan.env["OLLAMA_ORIGINS"] == ""
     assert "k-9" not in plan.env.values()
+
+
+@pytest.mark.parametrize(
+    ("model", "listed"),
+    [
+        ("tiny", "tiny:latest"),
+        ("qwen2.5:0.5b", "qwen2.5:0.5b"),
+        ("library/tiny", "library/tiny:latest"),
+        ("hf.co/org/model-GGUF:Q4_K_M", "hf.co/org/model-GGUF:Q4_K_M"),
+        ("localhost:5000/org/model", "localhost:5000/org/model:latest"),
+    ],
+)
+def test_ollama_expects_the_tag_it_lists(model: str, listed: str) -> None:
+    # Ollama lists `tiny` as `tiny:latest`: the identity check must expect that name.
+    spec = catalog().spec(EngineId.OLLAMA)
+    plan = build_launch(spec, found(EngineId.OLLAMA, "ollama"), LaunchParams(model=model, port=1))
+    assert plan.expected_model_id == listed

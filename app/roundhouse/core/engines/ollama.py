@@ -69,6 +69,12 @@ def build(
         [*command(spec, detected), "serve"],
         env,
         # Ollama loads models on request; `model`, when given, is the tag to preload.
-        expected_model_id=params.model,
+        expected_model_id=listed_tag(params.model) if params.model else None,
         metrics=False,
     )
+
+
+def listed_tag(model: str) -> str:
+    """The name Ollama lists a model under: a name without a tag is `<name>:latest`."""
+    name = model.rsplit("/", 1)[-1]
+    return model if ":" in name else f"{model}:latest"
