@@ -67,3 +67,20 @@ class StartFailed(GatewayError):
     status = 503
     kind = "server_error"
     code = "model_start_failed"
+
+
+class ContextTooLong(BadRequest):
+    """The prompt, or the prompt plus the reply it asks room for, does not fit the context the
+    instance gives one request. Carries the numbers, so that each API surface can say it in
+    its own shape; the message is OpenAI's."""
+
+    code = "context_length_exceeded"
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int, max_tokens: int | None, context: int, param: str
+    ) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.max_tokens = max_tokens
+        self.context = context
+        self.param = param

@@ -15,6 +15,7 @@ from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
 from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.core.gateway.budget import ContextBudget
 from roundhouse.core.gateway.errors import (
     GatewayError,
     ModelNotFound,
@@ -79,6 +80,7 @@ class Gateway:
         # Keys per instance: engines' derived ones, and added endpoints' read from the
         # keyring once rather than per request.
         self._keys: dict[str, str | None] = {}
+        self.budget = ContextBudget(self.upstream, lambda info: self._headers(info, stream=False))
         # When engines running without us were last looked at again (monotonic seconds);
         # never, so far: the daemon's scan at start may be older than what is asked now.
         self._externals_at = -math.inf
