@@ -32,6 +32,11 @@ from tests.unit.builders import ready_instance
 INFO = ready_instance("i1", options=InstanceOptions(ctx_size=512, parallel=2))
 
 
+def _size(body: dict[str, Any]) -> int:
+    """The body's bytes as an OpenAI client sends it (non-ASCII escaped)."""
+    return len(json.dumps(body).encode())
+
+
 def _chat(text: str, **extra: Any) -> dict[str, Any]:
     return {"model": "m", "messages": [{"role": "user", "content": text}], **extra}
 
@@ -39,24 +44,26 @@ def _chat(text: str, **extra: Any) -> dict[str, Any]:
 # -- what a request asks ------------------------------------------------------------------
 
 
-def test_a_chat_is_bounded_by_its_bytes_and_the_template_allowance() -> None:
-    ask = asked(CHAT, _chat("é" * 10, max_tokens=5))
+def test_a_request_is_bounded_by_its_bytes_and_the_template_allowance() -> None:
+    body = _chat("é" * 10, max_tokens=5)
+    ask = asked(CHAT, body, _size(body))
     assert ask is not None
-    # Ten two-byte characters: no tokenizer makes more than one token per byte.
-    assert ask.most_prompt_tokens >= 20 + TEMPLATE_ALLOWANCE
+    # No tokenizer makes more than one token per byte of the body, escapes and all.
+    assert ask.most_prompt_tokens == _size(body) + TEMPLATE_ALLOWANCE
+    assert _size(body) >= len(("é" * 10).encode())
     assert (ask.max_tokens, ask.max_tokens_param, ask.prompt_param) == (5, "max_tokens", "messages")
 
 
 def test_max_completion_tokens_wins_and_unlimited_or_odd_values_are_absent() -> None:
-    ask = asked(CHAT, _chat("x", max_tokens=5, max_completion_tokens=7))
+    ask = asked(CHAT, _chat("x", max_tokens=5, max_completion_tokens=7), 100)
     assert ask is not None and (ask.max_tokens, ask.max_tokens_param) == (
         7,
         "max_completion_tokens",
     )
     for odd in (-1, True, "9", 2.5):
-        ask = asked(CHAT, _chat("x", n_predict=odd))
+        ask = asked(CHAT, _chat("x", n_predict=odd), 100)
         assert ask is not None and ask.max_tokens is None, odd
-    ask = asked(COMPLETIONS, {"prompt": "abc", "n_predict": 3})
+    ask = asked(COMPLETIONS, {"prompt": "abc", "n_predict": 3}, 100)
     assert ask is not None and (ask.max_tokens, ask.max_tokens_param, ask.prompt_param) == (
         3,
         "n_predict",
@@ -65,10 +72,10 @@ def test_max_completion_tokens_wins_and_unlimited_or_odd_values_are_absent() -> 
 
 
 def test_what_the_budget_leaves_to_the_engine() -> None:
-    assert asked(EMBEDDINGS, {"input": "x"}) is None
-    assert asked(COMPLETIONS, {"prompt": ["a", "b"]}) is None
-    assert asked(COMPLETIONS, {"prompt": [1, 2, 3]}) is None
-    assert asked(CHAT, {"messages": "not a list"}) is None
+    assert asked(EMBEDDINGS, {"input": "x"}, 100) is None
+    assert asked(COMPLETIONS, {"prompt": ["a", "b"]}, 100) is None
+    assert asked(COMPLETIONS, {"prompt": [1, 2, 3]}, 100) is None
+    assert asked(CHAT, {"messages": "not a list"}, 100) is None
 
 
 def test_a_small_request_passes_uncounted_and_a_large_one_is_counted() -> None:
@@ -195,7 +202,7 @@ def _against(
         info = ready_instance("i1", port=port, options=options)
 
         async def check(target: InstanceInfo, body: dict[str, Any]) -> None:
-            await budget.check(target, CHAT, body)
+            await budget.check(target, CHAT, body, _size(body))
 
         try:
             await test(check, info)

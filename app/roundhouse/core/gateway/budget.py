@@ -12,7 +12,7 @@ What is checked, and when (docs/gateway.md, "Context budget"):
   model's own, and with unified KV (the default when `parallel` is left to llama-server)
   every slot may use the whole context;
 - a request whose text is small beside that context is not counted at all: no tokenizer makes
-  more tokens than the UTF-8 bytes it reads, so when the bytes of the messages (as JSON, plus
+  more tokens than the UTF-8 bytes it reads, so when the bytes of the request body (plus
   TEMPLATE_ALLOWANCE for what the chat template adds) and `max_tokens` fit, it passes as it
   is, at no cost;
 - any other is counted exactly by the engine's own tokenizer, the way the engine will count
@@ -80,25 +80,24 @@ class Ask:
     max_tokens_param: str
 
 
-def asked(api: str, body: dict[str, Any]) -> Ask | None:
-    """What `body` asks of the context; None when the budget does not apply to it."""
+def asked(api: str, body: dict[str, Any], size: int) -> Ask | None:
+    """What `body`, `size` bytes as the client sent it, asks of the context; None when the
+    budget does not apply to it."""
     if api == CHAT:
-        messages = body.get("messages")
-        if not isinstance(messages, list):
+        if not isinstance(body.get("messages"), list):
             return None
-        text = json.dumps([messages, body.get("tools")], ensure_ascii=False).encode()
-        param, most = "messages", len(text) + TEMPLATE_ALLOWANCE
+        param = "messages"
     elif api == COMPLETIONS:
-        prompt = body.get("prompt")
         # A list of prompts or of token ids is left to the engine.
-        if not isinstance(prompt, str):
+        if not isinstance(body.get("prompt"), str):
             return None
-        # A few special tokens (BOS) beside the text.
-        param, most = "prompt", len(prompt.encode()) + 8
+        param = "prompt"
     else:
         return None
+    # The body's bytes bound the bytes of the text in it (JSON's escapes only lengthen it),
+    # and need no serializing again.
     max_tokens, field = _max_tokens(body)
-    return Ask(param, most, max_tokens, field)
+    return Ask(param, size + TEMPLATE_ALLOWANCE, max_tokens, field)
 
 
 def _max_tokens(body: dict[str, Any]) -> tuple[int | None, str]:
@@ -189,11 +188,12 @@ class ContextBudget:
         # engine answered without saying it or may shift its context (then nothing is checked).
         self._contexts: dict[tuple[str, int | None, float], int | None] = {}
 
-    async def check(self, info: InstanceInfo, api: str, body: dict[str, Any]) -> None:
-        """Raise ContextTooLong when `body` cannot fit the instance's context per request."""
+    async def check(self, info: InstanceInfo, api: str, body: dict[str, Any], size: int) -> None:
+        """Raise ContextTooLong when `body` (`size` bytes as sent) cannot fit the instance's
+        context per request."""
         if info.engine not in CHECKED:
             return
-        ask = asked(api, body)
+        ask = asked(api, body, size)
         if ask is None:
             return
         context = await self.context(info)

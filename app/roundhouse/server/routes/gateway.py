@@ -146,7 +146,7 @@ async def _forward(
     """Send the request on and answer with the reply; a streamed reply holds `lease` until
     it ends, any other releases it here."""
     # Before the model name is rewritten or anything is sent: counted as the client wrote it.
-    await gateway.budget.check(target.instance, path, body)
+    await gateway.budget.check(target.instance, path, body, len(raw))
     model = body["model"]
     stream = body.get("stream") is True
     changed = bool(dropped)
