@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import socket
 import ssl
+import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
@@ -236,5 +238,134 @@ def test_an_endpoint_elsewhere_has_its_certificate_checked(tmp_path: Path) -> No
         finally:
             await upstream.aclose()
             server.close()
+
+    asyncio.run(main())
+
+
+def test_a_resend_goes_on_a_new_connection_never_another_stale_one() -> None:
+    """Three kept-alive connections in the pool, each closed unanswered when it is used
+    again (as llama-server does at its keep-alive's end): every request still succeeds,
+    its resend on a connection of its own, never on another of the stale ones."""
+    kept = 3
+    # Per request: the connection (its number) it came on, and whether it was answered.
+    seen: list[tuple[int, bool]] = []
+    first_round = asyncio.Event()
+    opened = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal opened
+        opened += 1
+        number = opened
+        answered = 0
+        while True:
+            try:
+                await _request(reader)
+            except asyncio.IncompleteReadError:
+                break
+            if answered and number <= kept:  # a pooled connection used again: stale
+                seen.append((number, False))
+                break
+            seen.append((number, True))
+            if number <= kept and opened < kept:
+                await first_round.wait()  # all three are open at once, then pooled
+            first_round.set()
+            writer.write(OK)
+            await writer.drain()
+            answered += 1
+        writer.close()
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            replies = await asyncio.gather(
+                *(gateway.open(_route(url), "first", b"{}", stream=False) for _ in range(kept))
+            )
+            for reply in replies:
+                assert await reply.aread() == b"{}"
+                reply.close()
+            for _ in range(kept):
+                reply = await gateway.open(_route(url), "again", b"{}", stream=False)
+                assert await reply.aread() == b"{}"
+                reply.close()
+        finally:
+            await gateway.aclose()
+            server.close()
+        stale = [number for number, answered in seen if not answered]
+        resent_on = [number for number, answered in seen[kept:] if answered]
+        assert sorted(stale) == [1, 2, 3]  # each pooled connection failed once
+        # Each resend came on a connection opened for it, none on a pooled one.
+        assert len(resent_on) == kept and all(number > kept for number in resent_on)
+        assert len(set(resent_on)) == kept
+
+    asyncio.run(main())
+
+
+def test_a_request_is_resent_once_and_no_more() -> None:
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append((await _request(reader))[1])
+        writer.close()  # never answers
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            with pytest.raises(UpstreamFailed, match="did not answer: ServerDisconnectedError"):
+                await gateway.open(_route(url), "completions", b'{"n": 1}', stream=False)
+        finally:
+            await gateway.aclose()
+            server.close()
+        assert seen == [b'{"n": 1}', b'{"n": 1}']
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [b"HTTP/1.1 500 Internal Server Error\r\ncontent-", b"HTTP/1.1 4"],
+    ids=["headers-cut", "status-line-cut"],
+)
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+def test_a_request_the_engine_began_to_answer_is_never_sent_twice(
+    partial: bytes, reset: bool
+) -> None:
+    """The engine wrote part of a reply (an error, here) and the connection ended, closed
+    or reset: whatever aiohttp calls that, the engine had the request, so it goes back to
+    the client as a failure rather than being run a second time. On a kept-alive
+    connection, where a resend would otherwise be due."""
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head, _ = await _request(reader)
+        seen.append(head.split(b" ")[1])
+        writer.write(OK)  # the first request on it: answered, and the connection pooled
+        await writer.drain()
+        head, _ = await _request(reader)
+        seen.append(head.split(b" ")[1])
+        writer.write(partial)
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the partial reply is read before the connection ends
+        if reset:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        else:
+            writer.close()
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            reply = await gateway.open(_route(url), "first", b"{}", stream=False)
+            assert await reply.aread() == b"{}"
+            reply.close()
+            with pytest.raises(UpstreamFailed, match="did not answer"):
+                await gateway.open(_route(url), "answered", b"{}", stream=False)
+        finally:
+            await gateway.aclose()
+            server.close()
+        assert seen == [b"/v1/first", b"/v1/answered"]
 
     asyncio.run(main())

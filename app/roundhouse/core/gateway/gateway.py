@@ -8,8 +8,6 @@ import math
 import time
 from collections.abc import Callable
 
-import aiohttp
-
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
@@ -33,7 +31,6 @@ from roundhouse.core.gateway.scheduler import Lease, Scheduler
 from roundhouse.core.gateway.upstream import (
     HEADERS_TIMEOUT_S,
     REQUEST_HEADERS,
-    STALE_CONNECTION,
     UPSTREAM_ERRORS,
     Upstream,
     UpstreamReply,
@@ -305,25 +302,13 @@ class Gateway:
     async def open(self, target: Route, path: str, body: bytes, *, stream: bool) -> UpstreamReply:
         """Send `body` to the instance's `/v1/<path>`; the caller reads and closes the reply."""
         info = target.instance
-        client = self.upstream.client_for(info)
         url = f"{info.base_url.rstrip('/')}/{path}"
         headers = await self._headers(info, stream)
         try:
-            # Bounds the send (see HEADERS_TIMEOUT_S): up to the reply's headers only.
+            # Bounds the send (see HEADERS_TIMEOUT_S): up to the reply's headers only. A
+            # request the engine never received is sent once more, on a new connection.
             async with asyncio.timeout(HEADERS_TIMEOUT_S):
-                try:
-                    response = await client.post(
-                        url, data=body, headers=headers, allow_redirects=False
-                    )
-                except aiohttp.ClientConnectorError:
-                    raise  # no connection could be made: nothing stale to retry
-                except STALE_CONNECTION:
-                    # A kept-alive connection the engine closed as it was reused (cpp-httplib
-                    # ends one after a few requests): nothing was answered, so it is sent
-                    # once more, on a fresh connection, as browsers and urllib3 do.
-                    response = await client.post(
-                        url, data=body, headers=headers, allow_redirects=False
-                    )
+                response = await self.upstream.post(info, url, body, headers)
         except UPSTREAM_ERRORS as exc:
             raise UpstreamFailed(
                 f"The {info.engine.value} instance {info.id} at {info.base_url} did not answer: "

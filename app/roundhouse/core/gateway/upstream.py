@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
+from typing import cast
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.client_reqrep import ClientRequest, ClientResponse
+from aiohttp.connector import Connection
 from multidict import CIMultiDictProxy
 
 from roundhouse.api.instances import InstanceInfo
@@ -47,11 +53,6 @@ REPLY_LIMIT = 256 * 1024 * 1024
 
 # What a failed exchange with an engine raises: aiohttp's errors, and the bound on the send.
 UPSTREAM_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientError, TimeoutError)
-# A kept-alive connection the engine closed as it was reused: nothing was answered.
-STALE_CONNECTION: tuple[type[Exception], ...] = (
-    aiohttp.ServerDisconnectedError,
-    aiohttp.ClientOSError,
-)
 
 
 def is_loopback(url: str) -> bool:
@@ -126,12 +127,111 @@ class UpstreamReply:
             self._response.close()
 
 
+class _CountingHandler(ResponseHandler):
+    """A connection that counts the bytes the engine sent on it: how the gateway knows
+    whether a reply had begun when a request fails."""
+
+    received = 0
+
+    def data_received(self, data: bytes) -> None:
+        self.received += len(data)
+        super().data_received(data)
+
+
+class _CountingConnector(aiohttp.TCPConnector):
+    """The pool's connections, each a _CountingHandler."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        # aiohttp makes each connection's protocol with this factory; it has no public way
+        # to choose the protocol class.
+        self._factory = cast(
+            "functools.partial[ResponseHandler]",
+            functools.partial(_CountingHandler, loop=self._loop),
+        )
+
+
+class _Attempt:
+    """One send of a request: the connection it went out on, and what that connection had
+    received from the engine before it."""
+
+    __slots__ = ("before", "connection")
+
+    def __init__(self) -> None:
+        self.connection: _CountingHandler | None = None
+        self.before = 0
+
+    def never_received(self, exc: BaseException) -> bool:
+        """Whether a request that failed with `exc` certainly never reached the engine's
+        handling, so that sending it again cannot do anything twice: it went out on a
+        connection (one could be made), not one byte of a reply came back on it, and the
+        failure is not a wait that ran out (an engine slow to answer has the request).
+        Whatever the error's class: a kept-alive connection the engine closed as it was
+        reused shows as a disconnect, a reset or a failed write, depending on the moment."""
+        if isinstance(exc, TimeoutError) or self.connection is None:
+            return False
+        return self.connection.received == self.before
+
+
+# The send under way in this task, seen by _TrackedRequest (aiohttp makes the request object).
+_ATTEMPT: ContextVar[_Attempt | None] = ContextVar("roundhouse_upstream_attempt", default=None)
+
+
+class _TrackedRequest(ClientRequest):
+    """A request that notes which connection it goes out on, for `_Attempt`."""
+
+    async def send(self, conn: Connection) -> ClientResponse:
+        attempt = _ATTEMPT.get()
+        protocol = conn.protocol
+        if attempt is not None and isinstance(protocol, _CountingHandler):
+            attempt.connection = protocol
+            attempt.before = protocol.received
+        return await super().send(conn)
+
+
 class Upstream:
-    """One pool for engines on this machine and one for endpoints elsewhere."""
+    """One pool for engines on this machine and one for endpoints elsewhere, and beside
+    each a client that opens a new connection for every request, for sending again."""
 
     def __init__(self) -> None:
         self._local: aiohttp.ClientSession | None = None
         self._remote: aiohttp.ClientSession | None = None
+        self._fresh_local: aiohttp.ClientSession | None = None
+        self._fresh_remote: aiohttp.ClientSession | None = None
+
+    async def post(
+        self, info: InstanceInfo, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> ClientResponse:
+        """POST on the pool; a request the engine never received (a kept-alive connection
+        it closed as it was reused: cpp-httplib ends one after a few requests, or at its
+        keep-alive's end) is sent once more on a new connection, as browsers and urllib3
+        do. A request the engine began to answer, even with an error, is never sent twice.
+        Redirects are not followed."""
+        attempt = _Attempt()
+        token = _ATTEMPT.set(attempt)
+        try:
+            return await self.client_for(info).post(
+                url, data=body, headers=headers, allow_redirects=False
+            )
+        except UPSTREAM_ERRORS as exc:
+            if not attempt.never_received(exc):
+                raise
+        finally:
+            _ATTEMPT.reset(token)
+        # A new connection, certainly not one the engine is closing: another from the pool
+        # could be just as stale.
+        return await self._fresh_for(info).post(
+            url, data=body, headers=headers, allow_redirects=False
+        )
+
+    def _fresh_for(self, info: InstanceInfo) -> aiohttp.ClientSession:
+        if is_loopback(info.base_url):
+            if self._fresh_local is None:
+                self._fresh_local = _session(ssl=False, fresh=True)
+            return self._fresh_local
+        if self._fresh_remote is None:
+            self._fresh_remote = _session(ssl=True, fresh=True)
+        return self._fresh_remote
 
     def client_for(self, info: InstanceInfo) -> aiohttp.ClientSession:
         # Made on first use: a session belongs to the running event loop.
@@ -147,19 +247,28 @@ class Upstream:
         return self._remote
 
     async def aclose(self) -> None:
-        for session in (self._local, self._remote):
+        for session in (self._local, self._remote, self._fresh_local, self._fresh_remote):
             if session is not None:
                 await session.close()
-        self._local = self._remote = None
+        self._local = self._remote = self._fresh_local = self._fresh_remote = None
 
 
-def _session(*, ssl: bool) -> aiohttp.ClientSession:
+def _session(*, ssl: bool, fresh: bool = False) -> aiohttp.ClientSession:
     # No limit on connections: many concurrent streams each hold one, and the gateway's own
     # queue already bounds them. trust_env=False: a proxy from HTTP(S)_PROXY must never see
-    # loopback traffic, nor an endpoint whose address the user gave directly.
-    connector = aiohttp.TCPConnector(
-        limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S, ssl=ssl
-    )
+    # loopback traffic, nor an endpoint whose address the user gave directly. `fresh`: a
+    # new connection for each request, closed after it (force_close), never one kept alive.
+    connector: aiohttp.TCPConnector
+    if fresh:
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, force_close=True, ssl=ssl)
+    else:
+        connector = _CountingConnector(
+            limit=0, limit_per_host=0, keepalive_timeout=KEEPALIVE_S, ssl=ssl
+        )
     return aiohttp.ClientSession(
-        connector=connector, timeout=TIMEOUT, trust_env=False, auto_decompress=False
+        connector=connector,
+        timeout=TIMEOUT,
+        trust_env=False,
+        auto_decompress=False,
+        request_class=_TrackedRequest,
     )
