@@ -1,12 +1,16 @@
-"""A client gone mid-stream stops the engine: the daemon closes its connection to the real
-llama-server at once, the engine's slot is freed, and the next request is answered."""
+"""A client gone mid-stream, while queued or before a whole reply stops the engine: the
+daemon closes its connection to the real llama-server at once, the engine's slot and the
+gateway's are freed, and the next request is answered."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -14,7 +18,10 @@ import psutil
 import pytest
 
 from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.gateway import InstanceUsage
 from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.settings import GatewaySettings
+from roundhouse.client.client import DaemonClient
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
 READY_TIMEOUT_S = 60.0
@@ -67,14 +74,14 @@ def _generating(engine: httpx.Client) -> bool:
     return any(slot["is_processing"] for slot in slots)
 
 
-def _until(condition: object, timeout_s: float) -> float | None:
+def _until(condition: object, timeout_s: float, every_s: float = 0.02) -> float | None:
     """Seconds until `condition()` held, or None when it did not within `timeout_s`."""
     assert callable(condition)
     start = time.monotonic()
     while time.monotonic() - start < timeout_s:
         if condition():
             return time.monotonic() - start
-        time.sleep(0.02)
+        time.sleep(every_s)
     return None
 
 
@@ -130,3 +137,122 @@ def test_a_client_gone_mid_stream_stops_the_engine(
         assert answer.status_code == 200, answer.text
         assert answer.json()["usage"]["completion_tokens"] > 0
         assert time.monotonic() - start < 5.0
+
+
+def _usage(daemon: DaemonProcess, instance_id: str) -> InstanceUsage:
+    async def read() -> InstanceUsage:
+        async with DaemonClient(daemon.url, daemon.token) as client:
+            report = await client.gateway_usage()
+        return next(u for u in report.usage if u.instance == instance_id)
+
+    return asyncio.run(read())
+
+
+def _configure(daemon: DaemonProcess, **gateway: Any) -> None:
+    async def put() -> None:
+        async with DaemonClient(daemon.url, daemon.token) as client:
+            settings = await client.settings()
+            new = GatewaySettings(**{**GatewaySettings().model_dump(), **gateway})
+            await client.put_settings(settings.model_copy(update={"gateway": new}))
+
+    asyncio.run(put())
+
+
+def _send_and_keep(daemon: DaemonProcess, body: dict[str, Any]) -> socket.socket:
+    """A client that sends one request to the gateway and reads nothing: closing the socket
+    is leaving, exactly when the test says."""
+    address = urlsplit(daemon.url)
+    assert address.hostname is not None and address.port is not None
+    payload = json.dumps(body).encode()
+    sock = socket.create_connection((address.hostname, address.port), timeout=10)
+    sock.sendall(
+        b"POST /v1/completions HTTP/1.1\r\n"
+        + f"Host: {address.netloc}\r\n".encode()
+        + b"Content-Type: application/json\r\n"
+        + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+        + payload
+    )
+    return sock
+
+
+def _endless(model: str, *, stream: bool) -> dict[str, Any]:
+    return {
+        "model": model,
+        "prompt": "Once upon a time",
+        "max_tokens": 200_000,  # minutes of tokens: only a close can end it in time
+        "ignore_eos": True,
+        "stream": stream,
+    }
+
+
+def _engine(daemon: DaemonProcess, info: InstanceInfo) -> httpx.Client:
+    return httpx.Client(
+        base_url=f"http://{urlsplit(info.base_url).netloc}",
+        headers=daemon.engine_headers(info.id),
+        trust_env=False,
+        timeout=10,
+    )
+
+
+def test_a_client_gone_while_queued_frees_its_place(
+    served: tuple[DaemonProcess, InstanceInfo],
+) -> None:
+    daemon, info = served
+    model = info.models[0]
+    _configure(daemon, max_concurrent=1, queue_size=4, queue_timeout_s=60)
+    try:
+        with (
+            _engine(daemon, info) as engine,
+            httpx.Client(base_url=daemon.url, trust_env=False, timeout=30) as client,
+        ):
+            endless = _endless(model, stream=True)
+            with client.stream("POST", "/v1/completions", json=endless) as held:
+                assert held.status_code == 200
+                # Kept: a raw iterator dropped closes the response, which is leaving.
+                holding = held.iter_raw()
+                assert next(holding)  # the one slot is taken
+                # A client that would generate for minutes waits behind it, then leaves.
+                queued = _send_and_keep(daemon, _endless(model, stream=False))
+                assert _until(lambda: _usage(daemon, info.id).queued == 1, 5.0) is not None
+                queued.close()
+                left_in = _until(lambda: _usage(daemon, info.id).queued == 0, PROMPT_CLOSE_S)
+                assert left_in is not None, "the request of a client that left is still queued"
+            assert _until(lambda: not _generating(engine), PROMPT_CLOSE_S) is not None
+
+            # The slot goes to the next request, not to the one whose client left.
+            start = time.monotonic()
+            answer = client.post(
+                "/v1/completions", json={"model": model, "prompt": "Hi", "max_tokens": 4}
+            )
+            assert answer.status_code == 200, answer.text
+            assert time.monotonic() - start < 5.0
+            assert _usage(daemon, info.id).in_flight == 0
+    finally:
+        _configure(daemon)
+
+
+def test_a_client_gone_before_a_whole_reply_stops_the_engine(
+    served: tuple[DaemonProcess, InstanceInfo],
+) -> None:
+    daemon, info = served
+    port = urlsplit(info.base_url).port
+    assert port is not None
+    with _engine(daemon, info) as engine:
+        waiting = _send_and_keep(daemon, _endless(info.models[0], stream=False))
+        try:
+            assert _until(lambda: _generating(engine), 10.0) is not None
+            sending = _to_engine(daemon, port)
+            assert sending, "no connection from the daemon to the engine while it generates"
+        finally:
+            waiting.close()
+        assert _until(lambda: not (_to_engine(daemon, port) & sending), PROMPT_CLOSE_S), (
+            f"the daemon still holds its connection to the engine {PROMPT_CLOSE_S} s after "
+            "the client left"
+        )
+        # llama-server looks at a whole reply's connection only after a second with no result
+        # for any request, its /slots included: asked less often than that.
+        stopped_in = _until(lambda: not _generating(engine), 5.0, every_s=1.5)
+        assert stopped_in is not None, (
+            "the engine still generates a whole reply for a client that left"
+        )
+        assert _usage(daemon, info.id).in_flight == 0

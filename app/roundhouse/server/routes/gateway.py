@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -23,6 +25,9 @@ from roundhouse.server.deps import Services
 from roundhouse.server.services import DaemonServices
 
 GATEWAY_PREFIX = "/v1"
+# The status a request whose client left before its reply gets (nginx's "client closed
+# request"): nobody reads it, but the access log says what happened.
+CLIENT_GONE = 499
 # Where the engine's stream can carry usage, Roundhouse asks for it to count tokens.
 _USAGE_PATHS = frozenset({"chat/completions", "completions"})
 
@@ -125,12 +130,60 @@ async def _proxy(request: Request, services: DaemonServices, path: str) -> Respo
     if not isinstance(model, str) or not model:
         raise BadRequest("The request names no model: set 'model' to one from GET /v1/models.")
     began = gateway.live.clock()
+    return await _unless_gone(
+        request.receive, _admit_and_forward(gateway, model, raw, body, path, began, dropped)
+    )
+
+
+async def _admit_and_forward(
+    gateway: Gateway,
+    model: str,
+    raw: bytes,
+    body: dict[str, Any],
+    path: str,
+    began: float,
+    dropped: list[str],
+) -> Response:
     target, lease = await gateway.acquire(model)
     try:
         return await _forward(gateway, target, lease, raw, body, path, began, dropped)
     except BaseException:
         lease.release()
         raise
+
+
+async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, Response]) -> Response:
+    """`work`'s response, unless the client leaves before it is ready: then `work` is
+    cancelled where it waits (its place in the queue, a just-in-time load, the engine's
+    whole reply), which gives its slot back and closes the engine's connection, so that the
+    engine stops generating for nobody. A streamed reply watches for itself once it runs."""
+    task = asyncio.create_task(work)
+    watch = asyncio.create_task(_disconnected(receive))
+    try:
+        done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if watch in done and watch.exception() is not None:
+            # A receive that failed says nothing of the client: the work goes on.
+            await asyncio.wait({task})
+    finally:
+        # The server cancelled this request, or one of the two ended: neither goes on alone.
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({watch})
+    left = watch.done() and not watch.cancelled() and watch.exception() is None
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if left:
+            return Response(status_code=CLIENT_GONE)
+        raise
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone. The body is read already: nothing else comes."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _forward(
