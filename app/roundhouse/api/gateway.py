@@ -47,6 +47,10 @@ class InstanceUsage(_Frozen):
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    by_api: dict[str, int] = Field(
+        default_factory=dict,
+        description="requests per client API and path taken, e.g. 'anthropic/translated'",
+    )
     in_flight: int = 0
     queued: int = 0
     last_used_at: float | None = None

@@ -241,6 +241,7 @@ class Gateway:
                     requests=counted.requests,
                     prompt_tokens=counted.prompt_tokens,
                     completion_tokens=counted.completion_tokens,
+                    by_api=dict(counted.by_api),
                     in_flight=self.scheduler.in_flight(info.id),
                     queued=self.scheduler.queued(info.id) + self.starter.waiting_for(info.id),
                     last_used_at=self.scheduler.last_used(info.id),

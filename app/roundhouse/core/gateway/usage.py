@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -11,6 +12,8 @@ class InstanceUsage:
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Requests per API and path taken ("anthropic/translated", "openai/passthrough"...).
+    by_api: Counter[str] = field(default_factory=Counter)
 
 
 class UsageCounter:
@@ -19,13 +22,17 @@ class UsageCounter:
     def __init__(self) -> None:
         self._by_instance: dict[str, InstanceUsage] = {}
 
-    def record(self, instance_id: str, usage: Any) -> None:
-        """Count one request, with its tokens when `usage` is OpenAI's usage object."""
+    def record(self, instance_id: str, usage: Any, api: str = "openai/passthrough") -> None:
+        """Count one request of `api`, with its tokens when `usage` is OpenAI's usage object
+        or Anthropic's (an engine passing Anthropic's API through reports it so)."""
         counted = self._by_instance.setdefault(instance_id, InstanceUsage())
         counted.requests += 1
+        counted.by_api[api] += 1
         if isinstance(usage, dict):
-            counted.prompt_tokens += _int(usage.get("prompt_tokens"))
-            counted.completion_tokens += _int(usage.get("completion_tokens"))
+            counted.prompt_tokens += _int(usage.get("prompt_tokens", usage.get("input_tokens")))
+            counted.completion_tokens += _int(
+                usage.get("completion_tokens", usage.get("output_tokens"))
+            )
 
     def get(self, instance_id: str) -> InstanceUsage:
         return self._by_instance.get(instance_id, InstanceUsage())

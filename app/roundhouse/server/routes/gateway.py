@@ -15,11 +15,19 @@ from starlette.types import Receive, Scope, Send
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
-from roundhouse.core.gateway.fields import DROPPED_HEADER, dropped_header, screen
+from roundhouse.core.gateway.fields import (
+    CHAT,
+    COMPLETIONS,
+    DROPPED_HEADER,
+    EMBEDDINGS,
+    dropped_header,
+)
 from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
+from roundhouse.core.gateway.openai_surface import OpenAISurface, openai_error_body
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.gateway.scheduler import Lease
 from roundhouse.core.gateway.sse import relay
+from roundhouse.core.gateway.surface import PATH_HEADER, Prepared, Surface
 from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, UpstreamReply
 from roundhouse.server.deps import Services
 from roundhouse.server.services import DaemonServices
@@ -29,29 +37,18 @@ GATEWAY_PREFIX = "/v1"
 # request"): nobody reads it, but the access log says what happened.
 CLIENT_GONE = 499
 # Where the engine's stream can carry usage, Roundhouse asks for it to count tokens.
-_USAGE_PATHS = frozenset({"chat/completions", "completions"})
+_USAGE_PATHS = frozenset({CHAT, COMPLETIONS})
+_CHAT = OpenAISurface(CHAT)
+_COMPLETIONS = OpenAISurface(COMPLETIONS)
+_EMBEDDINGS = OpenAISurface(EMBEDDINGS)
 
 router = APIRouter(prefix=GATEWAY_PREFIX, tags=["gateway"])
 
 
-def openai_error(
-    status: int,
-    message: str,
-    kind: str,
-    code: str | None,
-    headers: dict[str, str] | None = None,
-    param: str | None = None,
-) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "param": param, "code": code}},
-        status_code=status,
-        headers=headers,
-    )
-
-
 async def _gateway_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    return openai_error(exc.status, exc.message, exc.kind, exc.code, exc.headers, exc.param)
+    body = openai_error_body(exc.message, exc.kind, exc.code, exc.param)
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers)
 
 
 def install_gateway(app: FastAPI) -> None:
@@ -92,20 +89,20 @@ async def list_models(services: Services) -> dict[str, Any]:
 
 @router.post("/chat/completions")
 async def chat_completions(request: Request, services: Services) -> Response:
-    return await _proxy(request, services, "chat/completions")
+    return await proxy(request, services, _CHAT)
 
 
 @router.post("/completions")
 async def completions(request: Request, services: Services) -> Response:
-    return await _proxy(request, services, "completions")
+    return await proxy(request, services, _COMPLETIONS)
 
 
 @router.post("/embeddings")
 async def embeddings(request: Request, services: Services) -> Response:
-    return await _proxy(request, services, "embeddings")
+    return await proxy(request, services, _EMBEDDINGS)
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
+def parse_json_object(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except ValueError as exc:
@@ -120,33 +117,30 @@ def identity(info: InstanceInfo) -> dict[str, str]:
     return {"x-roundhouse-instance": info.id, "x-roundhouse-engine": info.engine.value}
 
 
-async def _proxy(request: Request, services: DaemonServices, path: str) -> Response:
-    gateway = services.gateway()
-    raw = await request.body()
-    body = _parse(raw)
-    # Before anything starts or queues: a refused request changes nothing.
-    dropped = screen(path, body, services.settings.gateway.media_domains)
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise BadRequest("The request names no model: set 'model' to one from GET /v1/models.")
-    began = gateway.live.clock()
-    return await _unless_gone(
-        request.receive, _admit_and_forward(gateway, model, raw, body, path, began, dropped)
-    )
+async def proxy(request: Request, services: DaemonServices, surface: Surface) -> Response:
+    """Serve one request of `surface`'s API: routed, queued, budgeted and cancelled like
+    every other, answered in that API's shape, its errors included."""
+    try:
+        gateway = services.gateway()
+        raw = await request.body()
+        # Before anything starts or queues: a refused request changes nothing.
+        prepared = surface.prepare(parse_json_object(raw), services.settings.gateway.media_domains)
+        began = gateway.live.clock()
+        return await _unless_gone(
+            request.receive, _admit_and_forward(gateway, surface, prepared, raw, began)
+        )
+    except GatewayError as exc:
+        if isinstance(surface, OpenAISurface):
+            raise  # the app's handler answers in OpenAI's shape
+        return JSONResponse(surface.error(exc), status_code=exc.status, headers=exc.headers)
 
 
 async def _admit_and_forward(
-    gateway: Gateway,
-    model: str,
-    raw: bytes,
-    body: dict[str, Any],
-    path: str,
-    began: float,
-    dropped: list[str],
+    gateway: Gateway, surface: Surface, prepared: Prepared, raw: bytes, began: float
 ) -> Response:
-    target, lease = await gateway.acquire(model)
+    target, lease = await gateway.acquire(prepared.model)
     try:
-        return await _forward(gateway, target, lease, raw, body, path, began, dropped)
+        return await _forward(gateway, surface, target, lease, prepared, raw, began)
     except BaseException:
         lease.release()
         raise
@@ -188,47 +182,54 @@ async def _disconnected(receive: Receive) -> None:
 
 async def _forward(
     gateway: Gateway,
+    surface: Surface,
     target: Route,
     lease: Lease,
+    prepared: Prepared,
     raw: bytes,
-    body: dict[str, Any],
-    path: str,
     began: float,
-    dropped: list[str],
 ) -> Response:
     """Send the request on and answer with the reply; a streamed reply holds `lease` until
     it ends, any other releases it here."""
+    info = target.instance
     # Before the model name is rewritten or anything is sent: counted as the client wrote it.
-    await gateway.budget.check(target.instance, path, body, len(raw))
-    model = body["model"]
-    stream = body.get("stream") is True
-    changed = bool(dropped)
-    if target.upstream_model != model:
+    if prepared.budget is not None:
+        budget_path, budget_body = prepared.budget
+        await gateway.budget.check(info, budget_path, budget_body, len(raw))
+    plan = surface.plan(prepared, info)
+    body = plan.body
+    stream = prepared.stream
+    changed = plan.changed
+    if body.get("model") != target.upstream_model:
         body["model"] = target.upstream_model
         changed = True
     forward_usage = True
-    if stream and path in _USAGE_PATHS:
+    if stream and plan.path in _USAGE_PATHS:
         options = body.get("stream_options")
         options = options if isinstance(options, dict) else {}
         if not options.get("include_usage"):
-            forward_usage = False
+            # A converter reads the counts and says them its own way: it gets the chunk.
+            forward_usage = plan.needs_usage
             body["stream_options"] = {**options, "include_usage": True}
             changed = True
     # What the client sent goes out byte for byte unless Roundhouse had to change it.
     content = json.dumps(body).encode() if changed else raw
-    upstream = await gateway.open(target, path, content, stream=stream)
-    instance_id = target.instance.id
+    upstream = await gateway.open(target, plan.path, content, stream=stream)
+    instance_id = info.id
+    api = f"{surface.name}/{plan.taken}"
     # Ollama's /v1 replies carry no timings: its generation rate comes from the stream.
     meter = gateway.live.begin(
-        instance_id, began, derive_engine_rate=target.instance.engine == EngineId.OLLAMA
+        instance_id, began, derive_engine_rate=info.engine == EngineId.OLLAMA
     )
-    headers = identity(target.instance)
-    if dropped:
-        headers[DROPPED_HEADER] = dropped_header(dropped)
+    headers = identity(info)
+    headers[PATH_HEADER] = plan.taken
+    if prepared.dropped:
+        headers[DROPPED_HEADER] = dropped_header(prepared.dropped)
     # Relayed as the engine wrote it (the gateway asks for no compression, but an engine may
-    # compress anyway): the client decodes what the engine encoded.
+    # compress anyway): the client decodes what the engine encoded. A converter reads the
+    # bytes, so the engine's encoding is kept only where nothing converts them.
     encoding = upstream.headers.get("content-encoding")
-    if encoding:
+    if encoding and plan.reply is None and plan.events is None:
         headers["content-encoding"] = encoding
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
     if not (stream and upstream.status_code == 200 and is_sse):
@@ -242,25 +243,29 @@ async def _forward(
             upstream.close()
             lease.release()
         usage, timings = _usage_in(reply) if upstream.is_success else (None, None)
-        gateway.usage.record(instance_id, usage)
+        gateway.usage.record(instance_id, usage, api)
         meter.timings(timings)
         meter.finish(usage)
+        media_type = upstream.headers.get("content-type", "application/json")
+        if plan.reply is not None:
+            reply = plan.reply(upstream.status_code, reply)
+            media_type = "application/json"
         return Response(
-            reply,
-            status_code=upstream.status_code,
-            media_type=upstream.headers.get("content-type", "application/json"),
-            headers=headers,
+            reply, status_code=upstream.status_code, media_type=media_type, headers=headers
         )
 
     def on_usage(usage: Any) -> None:
-        gateway.usage.record(instance_id, usage)
+        gateway.usage.record(instance_id, usage, api)
         meter.finish(usage)
 
+    events = _relay(upstream, forward_usage, on_usage, meter.chunk, meter.timings)
+    if plan.events is not None:
+        events = plan.events(events)
     return _LeasedStream(
-        _relay(upstream, forward_usage, on_usage, meter.chunk, meter.timings),
+        events,
         upstream=upstream,
         lease=lease,
-        media_type=upstream.headers["content-type"],
+        media_type=plan.media_type or upstream.headers["content-type"],
         headers={"cache-control": "no-cache", "x-accel-buffering": "no", **headers},
     )
 
