@@ -96,6 +96,15 @@ class PipRequirement(_Frozen):
     )
 
 
+class NativeApi(_Frozen):
+    """A client API beside OpenAI's chat that an engine serves itself: the gateway passes
+    requests of that API through to it instead of translating them to chat completions."""
+
+    api: str = Field(description="the gateway surface's name: 'anthropic', 'responses'")
+    path: str = Field(description="the engine's path for it under its /v1 base: 'messages'")
+    since: str = Field(description="the first engine version that serves it, in words")
+
+
 class EngineSpec(_Frozen):
     """One catalog entry: what the supervisor, detection and launch builders need to know."""
 
@@ -134,6 +143,11 @@ class EngineSpec(_Frozen):
         default=[], description="what a managed environment gets; empty: python_package alone"
     )
     notes: list[str] = []
+    native_apis: list[NativeApi] = Field(
+        default=[],
+        description="client APIs it serves itself; an instance that answers 404 on one is "
+        "translated for from then on (an older build)",
+    )
 
 
 class EngineCatalog(_Frozen):
