@@ -54,7 +54,13 @@ async def _gateway_error(_request: Request, exc: Exception) -> Response:
 def install_gateway(app: FastAPI) -> None:
     """Mount the gateway: no daemon token (OpenAI clients do not have it), loopback only
     through the Host guard and the loopback listener."""
+    # Imported here: each surface's module builds on this one's proxy.
+    from roundhouse.server.routes import gateway_anthropic, gateway_ollama, gateway_responses
+
     app.include_router(router)
+    app.include_router(gateway_anthropic.router)
+    app.include_router(gateway_responses.router)
+    app.include_router(gateway_ollama.router)
     app.add_exception_handler(GatewayError, _gateway_error)
 
 
