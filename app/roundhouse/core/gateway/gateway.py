@@ -25,6 +25,7 @@ from roundhouse.core.gateway.errors import (
 from roundhouse.core.gateway.jit import POLL_S, READY_MARGIN_S, Starter
 from roundhouse.core.gateway.library import StartableSource, find, preset_library
 from roundhouse.core.gateway.listing import Listed, list_models
+from roundhouse.core.gateway.native import NativeApis
 from roundhouse.core.gateway.residency import expired
 from roundhouse.core.gateway.router import COMING, Route, held_back, route, serving
 from roundhouse.core.gateway.scheduler import Lease, Scheduler
@@ -77,6 +78,7 @@ class Gateway:
         # Keys per instance: engines' derived ones, and added endpoints' read from the
         # keyring once rather than per request.
         self._keys: dict[str, str | None] = {}
+        self.native = NativeApis()
         self.budget = ContextBudget(self.upstream, lambda info: self._headers(info, stream=False))
         # When engines running without us were last looked at again (monotonic seconds);
         # never, so far: the daemon's scan at start may be older than what is asked now.

@@ -49,7 +49,7 @@ class OpenAISurface:
             budget=(self.path, body),
         )
 
-    def plan(self, prepared: Prepared, info: InstanceInfo) -> Plan:
+    def plan(self, prepared: Prepared, info: InstanceInfo, native: str | None) -> Plan:
         return Plan(self.path, prepared.body, "passthrough", changed=bool(prepared.dropped))
 
     def error(self, exc: GatewayError) -> dict[str, Any]:

@@ -61,6 +61,8 @@ class Plan:
     # Whether the engine's stream must carry usage even when the client did not ask for it:
     # a converter that reads the counts from it and says them in its own events.
     needs_usage: bool = False
+    # Set by the gateway as it sends: whether the usage-only chunk goes on to the client.
+    forward_usage: bool = True
 
 
 class Surface(Protocol):
@@ -75,8 +77,9 @@ class Surface(Protocol):
         """Check and screen the client's body; raise a GatewayError (BadRequest) to refuse."""
         ...
 
-    def plan(self, prepared: Prepared, info: InstanceInfo) -> Plan:
-        """What to send to `info` for `prepared`: passed through or translated."""
+    def plan(self, prepared: Prepared, info: InstanceInfo, native: str | None) -> Plan:
+        """What to send to `info` for `prepared`: passed through to the engine's `native`
+        path for this API where it has one (see NativeApis), else translated."""
         ...
 
     def error(self, exc: GatewayError) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from roundhouse.core.gateway.openai_surface import OpenAISurface, openai_error_b
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.gateway.scheduler import Lease
 from roundhouse.core.gateway.sse import relay
-from roundhouse.core.gateway.surface import PATH_HEADER, Prepared, Surface
+from roundhouse.core.gateway.surface import PATH_HEADER, Plan, Prepared, Surface
 from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, UpstreamReply
 from roundhouse.server.deps import Services
 from roundhouse.server.services import DaemonServices
@@ -202,25 +202,16 @@ async def _forward(
     if prepared.budget is not None:
         budget_path, budget_body = prepared.budget
         await gateway.budget.check(info, budget_path, budget_body, len(raw))
-    plan = surface.plan(prepared, info)
-    body = plan.body
-    stream = prepared.stream
-    changed = plan.changed
-    if body.get("model") != target.upstream_model:
-        body["model"] = target.upstream_model
-        changed = True
-    forward_usage = True
-    if stream and plan.path in _USAGE_PATHS:
-        options = body.get("stream_options")
-        options = options if isinstance(options, dict) else {}
-        if not options.get("include_usage"):
-            # A converter reads the counts and says them its own way: it gets the chunk.
-            forward_usage = plan.needs_usage
-            body["stream_options"] = {**options, "include_usage": True}
-            changed = True
-    # What the client sent goes out byte for byte unless Roundhouse had to change it.
-    content = json.dumps(body).encode() if changed else raw
-    upstream = await gateway.open(target, plan.path, content, stream=stream)
+    native = gateway.native.path(info, surface.name)
+    plan = surface.plan(prepared, info, native)
+    upstream = await _send(gateway, target, plan, prepared, raw)
+    if native is not None and plan.taken == "passthrough" and upstream.status_code == 404:
+        # A build older than the catalog says: translated, now and from now on.
+        upstream.close()
+        gateway.native.missing(info, surface.name)
+        plan = surface.plan(prepared, info, None)
+        upstream = await _send(gateway, target, plan, prepared, raw)
+    forward_usage = plan.forward_usage
     instance_id = info.id
     api = f"{surface.name}/{plan.taken}"
     # Ollama's /v1 replies carry no timings: its generation rate comes from the stream.
@@ -238,7 +229,7 @@ async def _forward(
     if encoding and plan.reply is None and plan.events is None:
         headers["content-encoding"] = encoding
     is_sse = upstream.headers.get("content-type", "").startswith("text/event-stream")
-    if not (stream and upstream.status_code == 200 and is_sse):
+    if not (prepared.stream and upstream.status_code == 200 and is_sse):
         try:
             reply = await upstream.aread()
         except UPSTREAM_ERRORS as exc:
@@ -274,6 +265,29 @@ async def _forward(
         media_type=plan.media_type or upstream.headers["content-type"],
         headers={"cache-control": "no-cache", "x-accel-buffering": "no", **headers},
     )
+
+
+async def _send(
+    gateway: Gateway, target: Route, plan: Plan, prepared: Prepared, raw: bytes
+) -> UpstreamReply:
+    """Open the engine's reply to `plan`: the client's own bytes unless something changed."""
+    body = plan.body
+    changed = plan.changed
+    if body.get("model") != target.upstream_model:
+        body["model"] = target.upstream_model
+        changed = True
+    plan.forward_usage = True
+    if prepared.stream and plan.path in _USAGE_PATHS:
+        options = body.get("stream_options")
+        options = options if isinstance(options, dict) else {}
+        if not options.get("include_usage"):
+            # A converter reads the counts and says them its own way: it gets the chunk.
+            plan.forward_usage = plan.needs_usage
+            body["stream_options"] = {**options, "include_usage": True}
+            changed = True
+    # What the client sent goes out byte for byte unless Roundhouse had to change it.
+    content = json.dumps(body).encode() if changed else raw
+    return await gateway.open(target, plan.path, content, stream=prepared.stream)
 
 
 class _LeasedStream(StreamingResponse):
