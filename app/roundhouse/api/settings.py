@@ -104,6 +104,12 @@ class GatewaySettings(BaseModel):
     cors_origins: list[str] = Field(
         default=[], description="browser origins given CORS headers; none by default"
     )
+    pass_through: bool = Field(
+        default=True,
+        description="send an API the engine serves itself (Anthropic Messages, Responses) "
+        "straight to it; off translates every request to chat completions, for an engine "
+        "whose own implementation misbehaves",
+    )
     media_domains: list[str] = Field(
         default=[],
         description="hosts engines may fetch images, audio and video from when a request "

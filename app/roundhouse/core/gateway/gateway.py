@@ -110,6 +110,10 @@ class Gateway:
             active_model=self._settings().chat.active_model,
         )
 
+    def pass_through(self) -> bool:
+        """Whether an API the engine serves itself goes to it untranslated (a setting)."""
+        return self._settings().gateway.pass_through
+
     def route(self, model: str) -> Route:
         return route(self.instances.all(memory=False), model, self._is_preset)
 

@@ -202,7 +202,7 @@ async def _forward(
     if prepared.budget is not None:
         budget_path, budget_body = prepared.budget
         await gateway.budget.check(info, budget_path, budget_body, len(raw))
-    native = gateway.native.path(info, surface.name)
+    native = gateway.native.path(info, surface.name) if gateway.pass_through() else None
     plan = surface.plan(prepared, info, native)
     upstream = await _send(gateway, target, plan, prepared, raw)
     if native is not None and plan.taken == "passthrough" and upstream.status_code == 404:
