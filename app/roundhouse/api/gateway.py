@@ -78,6 +78,14 @@ class GatewayStatus(_Frozen):
 
 
 class GatewayKey(_Frozen):
-    """The key, shown once when generated; kept in the OS keyring, never in a file."""
+    """The key, shown when generated; kept in the OS keyring, never in a file."""
 
     key: str
+
+
+class GatewayKeyShown(_Frozen):
+    """`GET /api/v1/gateway/key`: the key for this machine's own clients (the app's Use
+    with… panel, `roundhouse launch`), which hold the control token already; None: no key
+    is set, or it could not be read."""
+
+    key: str | None = None

@@ -17,6 +17,7 @@ from roundhouse.api.daemon import API_PREFIX, DaemonStatus, Problem, ShutdownAcc
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.gateway import (
     GatewayKey,
+    GatewayKeyShown,
     GatewayModelList,
     GatewayStatus,
     GatewayUsage,
@@ -162,6 +163,10 @@ class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin, 
     async def gateway_status(self) -> GatewayStatus:
         """The gateway's listeners (or why one does not listen), its key, its usage."""
         return await self._request("GET", "/gateway/status", GatewayStatus)
+
+    async def gateway_key(self) -> str | None:
+        """The gateway key to hand to a local client; None when none is set."""
+        return (await self._request("GET", "/gateway/key", GatewayKeyShown)).key
 
     async def generate_gateway_key(self) -> GatewayKey:
         """A new gateway key, stored in the daemon's keyring; this answer is its one showing."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from roundhouse.api.gateway import GatewayKey, GatewayListener, GatewayStatus
+from roundhouse.api.gateway import GatewayKey, GatewayKeyShown, GatewayListener, GatewayStatus
 from roundhouse.core.errors import ConflictError
 from roundhouse.server.deps import Services
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX
@@ -37,6 +37,14 @@ def gateway_status(services: DaemonServices) -> GatewayStatus:
 async def get_status(services: Services) -> GatewayStatus:
     """Where the gateway listens (or why not), whether a key is set, and each instance's use."""
     return gateway_status(services)
+
+
+@router.get("/key", response_model=GatewayKeyShown)
+async def get_key(services: Services) -> GatewayKeyShown:
+    """The key, for the local clients that point other programs at the gateway. Only the
+    control token reaches this route, never a web page, and that token is accepted on /v1
+    as well as the key, so showing the key to its holder gives nothing away."""
+    return GatewayKeyShown(key=services.gateway_key.current or None)
 
 
 @router.post("/key", response_model=GatewayKey)
