@@ -140,6 +140,7 @@ from roundhouse.cli.engines_commands import engines  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import status as gateway_status  # noqa: E402
 from roundhouse.cli.gateway_commands import gateway  # noqa: E402
+from roundhouse.cli.launch_command import launch  # noqa: E402
 from roundhouse.cli.models_commands import models  # noqa: E402
 from roundhouse.cli.monitor_command import monitor  # noqa: E402
 from roundhouse.cli.ollama_commands import ollama  # noqa: E402
@@ -155,6 +156,7 @@ cli.add_command(engines)
 cli.add_command(gateway)
 gateway.add_command(gateway_status)
 gateway.add_command(gateway_key)
+cli.add_command(launch)
 cli.add_command(models)
 cli.add_command(monitor)
 cli.add_command(run)

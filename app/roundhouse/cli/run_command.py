@@ -39,6 +39,13 @@ def run(ctx: click.Context, model: str, as_json: bool) -> None:
         console.print(served_view(model, base_url, info), highlight=False, soft_wrap=True)
 
 
+def serve_now(home: Home, model: str) -> InstanceInfo:
+    """Serve `model` as `run` does, a spinner on stderr while it loads (for `launch`)."""
+    from roundhouse.cli.daemon_link import run_async
+
+    return run_async(_serve(home, model, quiet=False))[1]
+
+
 async def _serve(home: Home, model: str, *, quiet: bool) -> tuple[str, InstanceInfo]:
     import asyncio
 
