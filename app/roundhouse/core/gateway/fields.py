@@ -33,6 +33,8 @@ from roundhouse.core.gateway.errors import BadRequest
 CHAT = "chat/completions"
 COMPLETIONS = "completions"
 EMBEDDINGS = "embeddings"
+RERANK = "rerank"
+SCORE = "score"
 
 # OpenAI's own request fields (openai-python's create params), forwarded as they are:
 # engines that do not know one ignore or refuse it themselves.
@@ -133,6 +135,28 @@ EXTRAS: dict[str, dict[str, str]] = {
     EMBEDDINGS: EMBEDDING_EXTRAS,
 }
 FORWARDED: dict[str, frozenset[str]] = {api: OPENAI[api] | set(EXTRAS[api]) for api in OPENAI}
+# Rerank and score have no OpenAI API: the fields are the engines' own (llama-server's
+# /v1/rerank, Jina's and Cohere's shape; vLLM's /rerank and /score; SGLang's /v1/rerank and
+# /v1/score). None names a file, a model or a URL; media inside them is checked below.
+RANKING: dict[str, frozenset[str]] = {
+    RERANK: frozenset(
+        {
+            "model", "query", "documents", "texts", "top_n", "return_documents",
+            "return_text", "truncate_prompt_tokens",
+        }
+    ),
+    SCORE: frozenset(
+        {
+            "model", "text_1", "text_2", "queries", "documents", "data_1", "data_2", "query",
+            "items", "label_token_ids", "apply_softmax", "item_first",
+            "truncate_prompt_tokens",
+        }
+    ),
+}  # fmt: skip
+FORWARDED |= RANKING
+# The ranking fields that may hold multimodal content (vLLM takes image parts there).
+_RANKED_INPUTS = ("query", "documents", "texts", "text_1", "text_2", "queries", "data_1",
+                  "data_2", "items")  # fmt: skip
 
 # Fields an engine would act on beyond generating: each names what it would do.
 REFUSED: dict[str, str] = {
@@ -207,6 +231,8 @@ def screen(api: str, body: dict[str, Any], media_domains: Sequence[str]) -> list
         _messages(body.get("messages"), "messages", media_domains)
     elif api == COMPLETIONS:
         _prompt(body.get("prompt"), media_domains)
+    elif api in RANKING:
+        _ranked(body, media_domains)
     else:
         _messages(body.get("messages"), "messages", media_domains)
         _inputs(body.get("input"), media_domains)
@@ -288,6 +314,15 @@ def _prompt(prompt: object, domains: Sequence[str]) -> None:
                 _check_url(entry, f"prompt[{i}].multimodal_data[{k}]", domains)
 
 
+def _ranked(body: dict[str, Any], domains: Sequence[str]) -> None:
+    """vLLM scores `{"content": [parts]}` documents and queries, with the chat's media parts."""
+    for name in _RANKED_INPUTS:
+        value = body.get(name)
+        for i, item in enumerate(value if isinstance(value, list) else [value]):
+            if isinstance(item, dict):
+                _content(item.get("content"), f"{name}[{i}].content", domains)
+
+
 def _inputs(inputs: object, domains: Sequence[str]) -> None:
     """llama-server embeds `{"content": [parts]}` inputs, with the chat's media parts."""
     if not isinstance(inputs, list):
@@ -295,6 +330,12 @@ def _inputs(inputs: object, domains: Sequence[str]) -> None:
     for i, item in enumerate(inputs):
         if isinstance(item, dict):
             _content(item.get("content"), f"input[{i}].content", domains)
+
+
+def check_media_url(url: str, where: str, domains: Sequence[str]) -> None:
+    """Raise MediaRefused unless `url` is a `data:` URL or on an allowed host: for APIs whose
+    media sit elsewhere than chat's parts (Anthropic's image sources)."""
+    _check_url(url, where, domains)
 
 
 def _check_url(url: str, where: str, domains: Sequence[str]) -> None:

@@ -40,6 +40,20 @@ def _usage_chunk(event: bytes) -> dict[str, Any] | None:
     return chunk if isinstance(chunk, dict) else None
 
 
+def _anthropic_usage(chunk: dict[str, Any], last: Any) -> Any:
+    """The usage a chunk carries. Anthropic's stream (an engine's own /v1/messages) says the
+    prompt's in `message_start`'s message and the output's in `message_delta`: merged, so
+    the last usage seen has both."""
+    usage = chunk.get("usage")
+    kind = chunk.get("type")
+    if kind == "message_start":
+        message = chunk.get("message")
+        return message.get("usage") if isinstance(message, dict) else None
+    if kind == "message_delta" and isinstance(usage, dict) and isinstance(last, dict):
+        return {**last, **usage}
+    return usage
+
+
 def usage_of(event: bytes) -> tuple[Any, bool]:
     """(the usage the event carries or None, whether it is a usage-only chunk)."""
     chunk = _usage_chunk(event)
@@ -95,7 +109,7 @@ async def relay(
                 event = bytes(buffer[start : end.end()])
                 start = end.end()
                 parsed = _usage_chunk(event)
-                usage = parsed.get("usage") if parsed is not None else None
+                usage = _anthropic_usage(parsed, last_usage) if parsed is not None else None
                 usage_only = False
                 if parsed is not None and usage:
                     last_usage = usage

@@ -29,7 +29,7 @@ class UsageCounter:
         counted.requests += 1
         counted.by_api[api] += 1
         if isinstance(usage, dict):
-            counted.prompt_tokens += _int(usage.get("prompt_tokens", usage.get("input_tokens")))
+            counted.prompt_tokens += prompt_tokens(usage)
             counted.completion_tokens += _int(
                 usage.get("completion_tokens", usage.get("output_tokens"))
             )
@@ -39,6 +39,17 @@ class UsageCounter:
 
     def all(self) -> dict[str, InstanceUsage]:
         return dict(self._by_instance)
+
+
+def prompt_tokens(usage: dict[str, Any]) -> int:
+    """The prompt's tokens: OpenAI's prompt_tokens, or Anthropic's input_tokens plus the
+    tokens it says were read from or written to the prompt cache (counted apart there)."""
+    if "prompt_tokens" in usage:
+        return _int(usage["prompt_tokens"])
+    return sum(
+        _int(usage.get(k))
+        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
 
 
 def _int(value: Any) -> int:

@@ -117,11 +117,15 @@ class RequestMeter:
         live = self._live
         live.requests += 1
         if isinstance(usage, dict):
-            completion = _int(usage.get("completion_tokens"))
+            # OpenAI's usage, or Anthropic's (an engine's own /v1/messages).
+            completion = _int(usage.get("completion_tokens", usage.get("output_tokens")))
             if completion:
                 # The events counted live include role, finish and usage chunks.
                 live.output_tokens += completion - self._events
-            live.prompt_tokens += _int(usage.get("prompt_tokens"))
+            live.prompt_tokens += _int(usage.get("prompt_tokens")) + sum(
+                _int(usage.get(k))
+                for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+            )
         if not self._events:
             # Not streamed: the whole reply is its first token.
             self._first = self._last = self._clock()
