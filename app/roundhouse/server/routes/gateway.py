@@ -20,6 +20,8 @@ from roundhouse.core.gateway.fields import (
     COMPLETIONS,
     DROPPED_HEADER,
     EMBEDDINGS,
+    RERANK,
+    SCORE,
     dropped_header,
 )
 from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
@@ -41,6 +43,8 @@ _USAGE_PATHS = frozenset({CHAT, COMPLETIONS})
 _CHAT = OpenAISurface(CHAT)
 _COMPLETIONS = OpenAISurface(COMPLETIONS)
 _EMBEDDINGS = OpenAISurface(EMBEDDINGS)
+_RERANK = OpenAISurface(RERANK)
+_SCORE = OpenAISurface(SCORE)
 
 router = APIRouter(prefix=GATEWAY_PREFIX, tags=["gateway"])
 
@@ -106,6 +110,19 @@ async def completions(request: Request, services: Services) -> Response:
 @router.post("/embeddings")
 async def embeddings(request: Request, services: Services) -> Response:
     return await proxy(request, services, _EMBEDDINGS)
+
+
+@router.post("/rerank")
+async def rerank(request: Request, services: Services) -> Response:
+    """To the instance serving the model, started with reranking (llama-server --reranking;
+    vLLM and SGLang serve it for reranker models), whose own error says when it was not."""
+    return await proxy(request, services, _RERANK)
+
+
+@router.post("/score")
+async def score(request: Request, services: Services) -> Response:
+    """vLLM's and SGLang's scoring of text pairs; llama-server has none (it answers 404)."""
+    return await proxy(request, services, _SCORE)
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
