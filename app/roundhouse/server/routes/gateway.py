@@ -91,6 +91,8 @@ async def list_models(services: Services) -> dict[str, Any]:
                     "model": model.model,
                     "origin": info.origin.value if info else None,
                     "name": info.name if info else None,
+                    "launch": model.launch,
+                    "alias_of": model.alias_of,
                 },
             }
         )
@@ -237,6 +239,10 @@ async def _forward(
     )
     headers = identity(info)
     headers[PATH_HEADER] = plan.taken
+    # The model that served it; when an alias or the default model stood in, which.
+    headers["x-roundhouse-model"] = target.model or target.upstream_model
+    if target.via:
+        headers["x-roundhouse-model-via"] = target.via
     if prepared.dropped:
         headers[DROPPED_HEADER] = dropped_header(prepared.dropped)
     # Relayed as the engine wrote it (the gateway asks for no compression, but an engine may
