@@ -204,7 +204,7 @@ def test_the_library_lists_each_model_once_by_its_served_name_or_file_stem() -> 
         assert find(list(library.values()), name) == library["a"]
     assert find(list(library.values()), "org/repo") == library["alias"]
     assert find(list(library.values()), "c") is None
-    assert library["b"].request() == StartRequest(
+    assert asyncio.run(library["b"].launch()).request == StartRequest(
         engine=EngineId.LLAMA_CPP, preset="long", options=InstanceOptions(model="/m/b.gguf")
     )
 
@@ -219,7 +219,8 @@ def test_a_running_library_model_keeps_its_name_and_the_rest_are_startable() -> 
     assert states == {
         "a": (ModelState.SERVING, "i1"),
         "b": (ModelState.LOADING, "i2"),
-        "/x/own.gguf": (ModelState.SERVING, "i3"),
+        # Started on a file without a preset: listed by the file's stem, never its path.
+        "own": (ModelState.SERVING, "i3"),
         "c": (ModelState.STARTABLE, None),
     }
 

@@ -29,11 +29,22 @@ class GatewayModel(_Frozen):
     instance: str | None = Field(default=None, description="the instance serving it, if any")
     preset: str | None = Field(default=None, description="the preset a start would use")
     model: str | None = Field(default=None, description="the model path or repo behind the id")
+    launch: str | None = Field(
+        default=None,
+        description="how its settings are (or were) chosen: a preset, or the fit estimate's "
+        "choice for this machine and why, in words",
+    )
+    alias_of: str | None = Field(
+        default=None, description="for an alias: the id it stands for (a setting)"
+    )
 
 
 class GatewayModelList(_Frozen):
     models: list[GatewayModel]
     active_model: str | None = None
+    default_model: str | None = Field(
+        default=None, description="what a name nothing lists is served by (a setting)"
+    )
 
 
 class ServeRequest(_Frozen):

@@ -51,6 +51,11 @@ class StartRequest(_Frozen):
     )
     host: str = "127.0.0.1"
     port: int | None = Field(default=None, ge=1, le=65535, description="None: a free port")
+    launch_note: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="what chose these settings and why, in words (the gateway's starts)",
+    )
 
 
 class ExitInfo(_Frozen):
@@ -110,6 +115,9 @@ class InstanceInfo(_Frozen):
     )
     warnings: list[str] = Field(
         default=[], description="what the user should know about it, in words"
+    )
+    launch_note: str | None = Field(
+        default=None, description="what chose its settings and why, when the gateway started it"
     )
 
 

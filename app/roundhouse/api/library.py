@@ -25,6 +25,11 @@ class LibraryModel(_Frozen):
     """One model a local engine can load."""
 
     id: str = Field(description="stable while the files stay where they are")
+    served_id: str | None = Field(
+        default=None,
+        description="the short name requests use for it ('Qwen3-0.6B-Q4_K_M', 'qwen3:8b'): "
+        "a file stem or repository name, never a path, unique in the library (ADR 24)",
+    )
     name: str = Field(description="for display: 'Qwen/Qwen3-0.6B-GGUF Q4_K_M', 'qwen3:8b'")
     source: LibrarySource
     format: ModelFormat

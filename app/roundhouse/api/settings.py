@@ -52,6 +52,21 @@ class EngineSettings(BaseModel):
     )
 
 
+MAX_MODEL_NAME = 200
+
+
+def check_model_name(name: str, what: str) -> str:
+    """A model name as a request's `model` carries it: one token of printable characters."""
+    clean = name.strip()
+    if not clean:
+        raise ValueError(f"{what} is empty: give a model name")
+    if len(clean) > MAX_MODEL_NAME:
+        raise ValueError(f"{what} {clean[:40]!r}... is longer than {MAX_MODEL_NAME} characters")
+    if any(c.isspace() or not c.isprintable() for c in clean):
+        raise ValueError(f"{what} {clean!r} has spaces or control characters: use one word")
+    return clean
+
+
 class GatewaySettings(BaseModel):
     """The OpenAI-compatible gateway: just-in-time starts, residency, queue, second listener."""
 
@@ -115,6 +130,44 @@ class GatewaySettings(BaseModel):
         description="hosts engines may fetch images, audio and video from when a request "
         "names them by URL (exact names); none by default: only inline data: URLs",
     )
+
+    aliases: dict[str, str] = Field(
+        default={},
+        description="other names for models: a request for the alias (e.g. "
+        "claude-sonnet-4-5) is served by its target (e.g. qwen3-coder-30b)",
+    )
+    default_model: str | None = Field(
+        default=None,
+        max_length=MAX_MODEL_NAME,
+        description="the model that serves a request naming a model nothing lists or "
+        "starts; None refuses such a request (404)",
+    )
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases(cls, aliases: dict[str, str]) -> dict[str, str]:
+        """Names a client can send, each pointing at a model (not at another alias)."""
+        out: dict[str, str] = {}
+        for name, target in aliases.items():
+            alias, to = check_model_name(name, "an alias"), check_model_name(target, "a target")
+            if alias == to:
+                raise ValueError(f"the alias {alias!r} points at itself: give another model")
+            out[alias] = to
+        for alias, to in out.items():
+            if to in out:
+                raise ValueError(
+                    f"the alias {alias!r} points at {to!r}, which is an alias itself (of "
+                    f"{out[to]!r}): point {alias!r} at {out[to]!r} instead, so no alias "
+                    "leads to another or back to itself"
+                )
+        return out
+
+    @field_validator("default_model")
+    @classmethod
+    def _default(cls, name: str | None) -> str | None:
+        if name is None or not name.strip():
+            return None
+        return check_model_name(name, "the default model")
 
     @field_validator("media_domains")
     @classmethod

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from roundhouse.api.engines import EnginesOverview
+from roundhouse.api.fit import FitQuery, FitReport
 from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
@@ -16,6 +17,8 @@ from roundhouse.core.chat.store import ChatStore
 from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.errors import ServiceUnavailableError
 from roundhouse.core.gateway.gateway import Gateway
+from roundhouse.core.gateway.launch import FitFor
+from roundhouse.core.gateway.library import LibraryStartables
 from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
@@ -160,9 +163,24 @@ class DaemonServices:
 
     def gateway(self) -> Gateway:
         if self.gateway_state is None:
+            # Every model of the library is served by name, read from its last scan (the
+            # library opens after the daemon's start: until then it offers nothing).
+            local = LibraryStartables(lambda: self.library, self._fit_for)
             # Settings read live: PUT /api/v1/settings replaces `self.settings`.
-            self.gateway_state = Gateway(self.instance_service(), settings=lambda: self.settings)
+            self.gateway_state = Gateway(
+                self.instance_service(), settings=lambda: self.settings, local=local
+            )
         return self.gateway_state
+
+    def _fit_for(self) -> FitFor | None:
+        """The fit estimate a library model's first start chooses its settings by."""
+        if self.library is None:
+            return None
+
+        async def fit(query: FitQuery) -> FitReport:
+            return (await self.model_fitter().fit(query)).report
+
+        return fit
 
     def bench_service(self) -> BenchService:
         if self.bench is None:

@@ -7,6 +7,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.gateway import InstanceUsage as UsageReport
@@ -23,8 +24,14 @@ from roundhouse.core.gateway.errors import (
     UpstreamFailed,
 )
 from roundhouse.core.gateway.jit import POLL_S, READY_MARGIN_S, Starter
-from roundhouse.core.gateway.library import StartableSource, find, preset_library
-from roundhouse.core.gateway.listing import Listed, list_models
+from roundhouse.core.gateway.library import (
+    LibraryStartables,
+    StartableSource,
+    combined,
+    find,
+    preset_library,
+)
+from roundhouse.core.gateway.listing import Listed, list_models, with_aliases
 from roundhouse.core.gateway.native import NativeApis
 from roundhouse.core.gateway.residency import expired
 from roundhouse.core.gateway.router import COMING, Route, held_back, route, serving
@@ -62,6 +69,7 @@ class Gateway:
         *,
         settings: Callable[[], Settings] = Settings,
         library: StartableSource | None = None,
+        local: LibraryStartables | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.instances = instances
@@ -71,7 +79,11 @@ class Gateway:
         self.live = LiveStats()
         # Read at each decision: PUT /api/v1/settings replaces the daemon's settings object.
         self._settings = settings
-        self.library = library or preset_library(instances.presets)
+        # Presets decide which names an engine we did not start may not take (`_is_preset`);
+        # the local library's models are startable too, after them (`local`).
+        self.presets = library or preset_library(instances.presets)
+        self.local = local
+        self.library = self.presets if local is None else combined(self.presets, local)
         self.scheduler = Scheduler(lambda: self._settings().gateway.max_concurrent, clock)
         self.starter = Starter(instances, self.scheduler, settings)
         self._reaper: asyncio.Task[None] | None = None
@@ -96,18 +108,27 @@ class Gateway:
             await self.instances.scan_external()
         except Exception:
             log.exception("Looking again at engines running without Roundhouse failed")
+        if self.local is not None:
+            # Models downloaded, imported or deleted since are served by name from now on.
+            try:
+                await self.local.refresh()
+            except Exception:
+                log.exception("Looking again at the model library failed")
         return True
 
     # -- what it serves -------------------------------------------------------------------
 
     def listed(self) -> list[Listed]:
-        """Serving, loading and startable models, each id once."""
-        return list_models(self.instances.all(memory=False), self.library(), self.starter.loading)
+        """Serving, loading and startable models, each id once, then the aliases."""
+        found = list_models(self.instances.all(memory=False), self.library(), self.starter.loading)
+        return with_aliases(found, self._settings().gateway.aliases)
 
     def model_list(self) -> GatewayModelList:
+        settings = self._settings()
         return GatewayModelList(
             models=[entry.model for entry in self.listed()],
-            active_model=self._settings().chat.active_model,
+            active_model=settings.chat.active_model,
+            default_model=settings.gateway.default_model,
         )
 
     def pass_through(self) -> bool:
@@ -115,12 +136,24 @@ class Gateway:
         return self._settings().gateway.pass_through
 
     def route(self, model: str) -> Route:
-        return route(self.instances.all(memory=False), model, self._is_preset)
+        name, via = self.aliased(model)
+        found = route(self.instances.all(memory=False), name, self._is_preset)
+        return replace(found, model=name, via=via)
+
+    def aliased(self, model: str) -> tuple[str, str]:
+        """The name an alias stands for (and "alias"), else the name itself (and "")."""
+        target = self._settings().gateway.aliases.get(model)
+        return (target, "alias") if target else (model, "")
+
+    def default_for(self, model: str) -> str | None:
+        """The model an unknown name is served by, when the user chose a default."""
+        default = self._settings().gateway.default_model
+        return default if default and default != model else None
 
     def _is_preset(self, model: str) -> bool:
         """Whether a saved preset starts `model`: then only an engine Roundhouse runs, or
         one the user allowed, may serve it (`router.serving`)."""
-        return find(self.library(), model) is not None
+        return find(self.presets(), model) is not None
 
     # -- admitting a request --------------------------------------------------------------
 
@@ -152,14 +185,17 @@ class Gateway:
         self.scheduler.touch(target.instance.id)
         return target.instance
 
-    async def _resolve(self, model: str, deadline: float, *, jit: bool, limit: int | None) -> Route:
+    async def _resolve(self, asked: str, deadline: float, *, jit: bool, limit: int | None) -> Route:
+        """The route for `asked`: an alias replaced by its target, and a name nothing lists
+        or starts by the default model when one is set."""
+        model, via = self.aliased(asked)
         starts = 0
         started: InstanceInfo | None = None
         rescanned = False
         while True:
             instances = self.instances.all(memory=False)
             try:
-                return route(instances, model, self._is_preset)
+                return replace(route(instances, model, self._is_preset), model=model, via=via)
             except ModelNotReady as exc:
                 if not jit:
                     raise
@@ -170,11 +206,17 @@ class Gateway:
                     # Perhaps an engine running without us serves it since we last looked.
                     if await self.refresh_externals(EXTERNALS_MAX_AGE_ON_MISS_S):
                         continue
+                startable = find(self.library(), model)
+                if startable is None and started is None and not via:
+                    default = self.default_for(model)
+                    if default is not None:
+                        # Unknown: served by the model the user chose for that (setting).
+                        model, via = self.aliased(default)[0], "default"
+                        continue
                 if not jit:
                     raise
-                startable = find(self.library(), model)
                 if startable is None:
-                    raise ModelNotFound(self._not_found(model)) from None
+                    raise ModelNotFound(self._not_found(asked)) from None
                 if started is not None and any(
                     i.id == started.id and i.status == InstanceStatus.READY for i in instances
                 ):
@@ -225,10 +267,10 @@ class Gateway:
         names = [f"'{e.model.id}'" for e in self.listed()]
         offer = ", ".join(names) if names else "none"
         return (
-            f"The model '{model}' is not served by any running instance, and Roundhouse has no "
-            f"preset to start it with. Models available: {offer}. Save a preset for a model "
-            "(`roundhouse engines start ENGINE --model MODEL --save-preset default`) and the "
-            "gateway starts it on the first request."
+            f"The model '{model}' is not served by any running instance, and it is neither in "
+            f"the model library nor saved as a preset. Models available: {offer}. Download it "
+            "(`roundhouse models pull`), add its folder to the library, or set a default model "
+            "for unknown names (`roundhouse gateway default MODEL`)."
         )
 
     # -- usage ----------------------------------------------------------------------------

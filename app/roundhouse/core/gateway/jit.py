@@ -117,16 +117,19 @@ class Starter:
         entry = start.startable
         async with self._room:
             await self._make_room(entry)
+            launch = await entry.launch()
+            request = launch.request.model_copy(update={"launch_note": launch.why})
             try:
-                info = await self._instances.start(entry.request())
+                info = await self._instances.start(request)
             except RoundhouseError as exc:
+                how = f"its preset '{entry.preset}'" if entry.preset else f"({launch.why})"
                 raise StartFailed(
-                    f"Roundhouse could not start '{entry.id}' on {entry.engine.value} with its "
-                    f"preset '{entry.preset}': {exc.detail}"
+                    f"Roundhouse could not start '{entry.id}' on {entry.engine.value} with "
+                    f"{how}: {exc.detail}"
                 ) from exc
             start.instance_id = info.id
             self.started.add(info.id)
-            log.info("Started %s (%s) just in time as %s", entry.id, entry.engine, info.id)
+            log.info("Started %s just in time as %s: %s", entry.id, info.id, launch.why)
         return await self._until_ready(entry, info.id)
 
     async def _make_room(self, entry: Startable) -> None:

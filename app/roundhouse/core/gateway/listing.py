@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.gateway import GatewayModel, ModelState
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.core.gateway.library import Startable, listed_id
-from roundhouse.core.gateway.router import COMING, by_preference, names_of
+from roundhouse.core.gateway.router import COMING, by_preference, names_of, short_name
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,10 @@ class Listed:
 
 def _own_ids(info: InstanceInfo) -> list[str]:
     if info.models:
-        return list(info.models)
+        if info.engine == EngineId.OLLAMA:
+            return list(info.models)
+        # llama-server lists a model started on a file by its path: offered by its stem.
+        return [short_name(m) for m in info.models]
     if not info.model:
         return []
     served = info.options.served_name if info.options else None
@@ -40,7 +43,9 @@ def list_models(
     name a preset starts: requests for it start the preset's model (see `router.serving`)."""
     out: dict[str, Listed] = {}
     claimed: set[tuple[EngineId, str]] = set()
-    reserved = {name for s in startables for name in (s.id, *s.names)}
+    # Names a preset starts: an engine we did not start may not take them. A library
+    # model's names reserve nothing: the Ollama running here serves its own store.
+    reserved = {name for s in startables if s.preset for name in (s.id, *s.names)}
     for info in by_preference(instances):
         if info.status == InstanceStatus.READY:
             state = ModelState.SERVING
@@ -65,6 +70,7 @@ def list_models(
                 instance=info.id,
                 preset=library.preset if library else None,
                 model=info.model,
+                launch=info.launch_note or (library.note if library else None),
             )
             out.setdefault(model_id, Listed(entry, info))
     for startable in startables:
@@ -77,6 +83,25 @@ def list_models(
             state=state,
             preset=startable.preset,
             model=startable.model,
+            launch=startable.note,
         )
         out[startable.id] = Listed(entry)
     return list(out.values())
+
+
+def with_aliases(listed: list[Listed], aliases: Mapping[str, str]) -> list[Listed]:
+    """The listing, then each alias as a model of its own, served as its target is. An
+    alias whose target nothing lists or starts is left out (`roundhouse gateway alias ls`
+    shows it)."""
+    by_id = {entry.model.id: entry for entry in listed}
+    out = list(listed)
+    for alias, target in aliases.items():
+        if alias in by_id:
+            continue
+        found = by_id.get(target) or next(
+            (e for e in listed if e.instance and target in names_of(e.instance)), None
+        )
+        if found is not None:
+            model = found.model.model_copy(update={"id": alias, "alias_of": found.model.id})
+            out.append(Listed(model, found.instance))
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
@@ -22,6 +22,7 @@ __all__ = [
     "names_of",
     "route",
     "serving",
+    "short_name",
 ]
 
 # Engines Roundhouse started answer first: their lifetime and output are ours to manage.
@@ -42,6 +43,10 @@ class Route:
     instance: InstanceInfo
     # The name the engine knows the model by: what goes in the forwarded `model` field.
     upstream_model: str
+    # The name the gateway served, after an alias or the default model replaced the
+    # client's (the reply's x-roundhouse-model), and which of them did ("" for neither).
+    model: str = ""
+    via: str = ""
 
 
 def by_preference(instances: list[InstanceInfo]) -> list[InstanceInfo]:
@@ -141,5 +146,20 @@ def listed(instances: list[InstanceInfo]) -> dict[str, InstanceInfo]:
         if info.status != InstanceStatus.READY:
             continue
         for model in info.models or ([info.model] if info.model else []):
-            out.setdefault(model, info)
+            # A path is offered by the name a client would type: the file's stem.
+            out.setdefault(short_name(model) if info.engine != EngineId.OLLAMA else model, info)
     return out
+
+
+def short_name(name: str) -> str:
+    """A model named by a file path, as a client would type it: the file's stem (a GGUF's
+    without `.gguf`), the folder's name; any other name as it is."""
+    path: PurePath
+    if PurePosixPath(name).is_absolute() or name.startswith("~"):
+        path = PurePosixPath(name)
+    elif PureWindowsPath(name).is_absolute():
+        path = PureWindowsPath(name)
+    else:
+        return name
+    base = path.name
+    return base[: -len(".gguf")] if base.lower().endswith(".gguf") else base

@@ -64,6 +64,8 @@ class InstanceEntry:
     # Whether the gateway may route a model a preset starts to it: ours always; one we did
     # not start only once the user allowed it.
     may_serve_presets: bool = True
+    # What chose its settings and why, for a start the gateway planned.
+    launch_note: str | None = None
 
 
 class InstanceTable:
@@ -145,6 +147,7 @@ class InstanceTable:
             may_serve_presets=entry.may_serve_presets,
             unprotected=unprotected_words(entry),
             warnings=entry_warnings(entry),
+            launch_note=entry.launch_note,
         )
 
 

@@ -112,6 +112,7 @@ class InstanceService:
             model=options.model,
             argv=plan.argv,
             policy=self._new_policy(),
+            launch_note=request.launch_note,
         )
         self._table.entries[entry.id] = entry
         # The user's own port is kept on restarts; a free one is chosen again if it was ours.

@@ -20,6 +20,7 @@ left). A first scan of 200 models takes a tenth of a second instead of two (ADR 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -42,6 +43,7 @@ from roundhouse.core.models.library.engines import is_apple_silicon
 from roundhouse.core.models.library.facts import FactsCache, GgufProbe, ModelFacts
 from roundhouse.core.models.library.gguf_probe import probe_gguf, probe_gguf_quick
 from roundhouse.core.models.library.importer import import_gguf
+from roundhouse.core.models.library.names import served_ids
 from roundhouse.core.models.library.ollama_source import OllamaAccess, ollama_entry
 from roundhouse.core.models.library.places import LibraryPlaces
 from roundhouse.core.models.library.records import FactsReader, Record, Unchecked, probe_safely
@@ -85,6 +87,10 @@ class LibraryService:
         self._ollama_timeout_s = ollama_timeout_s
         self._lock = asyncio.Lock()
         self._records: dict[str, Record] = {}
+        # The last scan's listing, and how many scans have finished: what the gateway
+        # serves by name is rebuilt from `last` only when `generation` moved.
+        self.last: LibraryList | None = None
+        self.generation = 0
 
     async def scan(self) -> LibraryList:
         async with self._lock:
@@ -97,16 +103,25 @@ class LibraryService:
             if ollama_place is not None:
                 found.append(ollama_place)
             records.sort(key=lambda r: (r.model.name.casefold(), r.model.id))
+            names = served_ids([r.model for r in records])
+            records = [
+                dataclasses.replace(
+                    r, model=r.model.model_copy(update={"served_id": names[r.model.id]})
+                )
+                for r in records
+            ]
             self._records = {r.model.id: r for r in records}
             if self._unchecked and (self._checker is None or self._checker.done()):
                 self._checker = asyncio.create_task(self._check(), name="library-check")
-            return LibraryList(
+            self.last = LibraryList(
                 models=[r.model for r in records],
                 places=found,
                 scanned_at=datetime.now(UTC),
                 scan_seconds=round(time.perf_counter() - started, 4),
                 checking=len(self._unchecked),
             )
+            self.generation += 1
+            return self.last
 
     async def close(self) -> None:
         """Stop the background check (what it read so far is in the cache file)."""
@@ -168,7 +183,7 @@ class LibraryService:
                 raise NotFoundError("Ollama is not part of this library.")
             if not dry_run:
                 await self._ollama.delete_model(model.name)
-            self._forget(model_id, dry_run)
+            self._forget(model.id, dry_run)
             return DeleteResult(
                 id=model.id,
                 name=model.name,
@@ -179,7 +194,7 @@ class LibraryService:
         plan = await asyncio.to_thread(plan_delete, record)
         if not dry_run:
             await asyncio.to_thread(execute, plan, record.root)
-        self._forget(model_id, dry_run)
+        self._forget(model.id, dry_run)
         return DeleteResult(
             id=model.id,
             name=model.name,
@@ -192,17 +207,28 @@ class LibraryService:
     def _forget(self, model_id: str, dry_run: bool) -> None:
         if not dry_run:
             self._records.pop(model_id, None)
+            if self.last is not None:
+                kept = [m for m in self.last.models if m.id != model_id]
+                self.last = self.last.model_copy(update={"models": kept})
+                self.generation += 1
 
     async def _record(self, model_id: str) -> Record:
-        if model_id not in self._records:
+        """The model by its library id or by the short name it is served as."""
+        if self._find(model_id) is None:
             await self.scan()
-        found = self._records.get(model_id)
+        found = self._find(model_id)
         if found is None:
             raise NotFoundError(
                 f"No model with id {model_id!r} in the library: list the library again "
                 "(it may have been moved or deleted)."
             )
         return found
+
+    def _find(self, model_id: str) -> Record | None:
+        found = self._records.get(model_id)
+        if found is not None:
+            return found
+        return next((r for r in self._records.values() if r.model.served_id == model_id), None)
 
     def _import_folder(self, folder: str | None) -> Path:
         places = self._places()
