@@ -237,6 +237,16 @@ class InstanceOptions(_Frozen):
         description="vLLM / SGLang: run Python code from the model's repository "
         "(--trust-remote-code); only for repositories you trust",
     )
+    tool_parser: str | None = Field(
+        default=None,
+        description="vLLM / SGLang: the tool-call parser (--tool-call-parser); None: chosen "
+        "from the model's family, 'none': off",
+    )
+    reasoning_parser: str | None = Field(
+        default=None,
+        description="vLLM / SGLang: the reasoning parser (--reasoning-parser); llama.cpp: its "
+        "--reasoning-format; None: chosen for the model, 'none': thoughts stay in the content",
+    )
     memory_report: bool = Field(
         default=False,
         description="llama.cpp: log at info level (-lv 4), where current builds report each "
@@ -270,6 +280,9 @@ class LaunchPlan(_Frozen):
     expected_model_id: str | None = Field(description="the id /v1/models should list")
     stop: StopMethod
     stop_grace_s: float
+    notes: tuple[str, ...] = Field(
+        default=(), description="what the builder chose for the user and why, for the log"
+    )
 
     def redacted_env(self) -> dict[str, str]:
         return {k: ("***" if k in self.secret_env else v) for k, v in self.env.items()}

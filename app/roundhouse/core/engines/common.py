@@ -41,6 +41,8 @@ CHOICES = {
     "max_loaded_models": "a limit of loaded models",
     "memory_report": "a memory report",
     "trust_remote_code": "trusting remote code",
+    "tool_parser": "a tool-call parser",
+    "reasoning_parser": "a reasoning parser",
 }
 
 
@@ -206,6 +208,7 @@ def plan(
     expected_model_id: str | None,
     metrics: bool,
     secret_env: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
 ) -> LaunchPlan:
     base = f"http://{host_port(params.host, params.port)}"
     metrics_url = base + spec.metrics_path if spec.metrics_path and metrics else None
@@ -224,6 +227,7 @@ def plan(
         expected_model_id=expected_model_id,
         stop=spec.stop,
         stop_grace_s=spec.stop_grace_s,
+        notes=notes,
     )
 
 

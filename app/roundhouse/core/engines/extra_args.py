@@ -80,6 +80,25 @@ def check_extra_args(
             )
 
 
+def flags_given(args: Iterable[str], flags: Iterable[str], *, prefixes: bool) -> set[str]:
+    """Which of `flags` the arguments give, read as the engine reads them (normalised, and
+    with `prefixes` an unambiguous prefix counts): a flag Roundhouse would add is then left
+    to the user's value instead of appearing twice."""
+    wanted = {c for c in (canonical_flag(f) for f in flags) if c}
+    found: set[str] = set()
+    for arg in args:
+        flag = canonical_flag(arg)
+        if flag is None:
+            continue
+        if flag in wanted:
+            found.add(flag)
+        elif prefixes and flag.startswith("--") and len(flag) >= 4:
+            matches = [w for w in wanted if w.startswith(flag)]
+            if len(matches) == 1:
+                found.add(matches[0])
+    return found
+
+
 def _read_as(flag: str, protected: Iterable[str]) -> str:
     """The protected long flag that `flag` abbreviates, else `flag` itself."""
     if not flag.startswith("--") or len(flag) < 4:

@@ -11,6 +11,8 @@ from roundhouse.core.engines.common import (
     plan,
     require_model,
 )
+from roundhouse.core.engines.tool_parsers import check_not_twice
+from roundhouse.core.errors import InvalidInputError
 
 _SPLIT = (
     "llama.cpp splits a model across GPUs by layers on its own; "
@@ -25,7 +27,19 @@ HINTS = {
     "draft_model": "Pass a draft model to llama.cpp in the extra arguments (-md FILE).",
     "num_draft_tokens": "Pass it to llama.cpp in the extra arguments (--draft-max N).",
     "max_loaded_models": "llama-server serves one model: start another instance for another.",
+    "tool_parser": (
+        "llama-server reads tool calls with the model's own Jinja chat template (--jinja): "
+        "there is no parser to choose."
+    ),
 }
+# --reasoning-format's values: none leaves thoughts in the content, deepseek puts them in
+# reasoning_content, deepseek-legacy does both, auto (newer builds' default) is deepseek.
+REASONING_FORMATS = ("none", "deepseek", "deepseek-legacy", "auto")
+REASONING_FLAG = "--reasoning-format"
+TOOLS_NOTE = (
+    "Tool calls: llama-server renders tools and reads calls with the model's Jinja chat "
+    "template (--jinja). Reasoning: {reasoning}."
+)
 WHY_NOT = {
     ModelFormat.SAFETENSORS: "It loads GGUF files: pick a GGUF build of this model.",
     ModelFormat.MLX: "MLX weights run in the MLX engine; pick a GGUF build for llama.cpp.",
@@ -70,7 +84,19 @@ def build(
         argv.append(spec.metrics_flag or "--metrics")
     opt(argv, "-a", params.served_name)
     if params.jinja:
+        # Tools need the Jinja template: current builds default to it, older ones do not.
         argv.append("--jinja")
+    # A --reasoning-format in the extra arguments is the user's, and then the only one.
+    check_not_twice(
+        spec.title,
+        "reasoning_parser",
+        params.reasoning_parser,
+        REASONING_FLAG,
+        params.extra_args,
+        prefixes=False,
+    )
+    reasoning = _reasoning_format(params.reasoning_parser)
+    opt(argv, REASONING_FLAG, reasoning)
     if params.memory_report and not any(_is_verbosity(a) for a in params.extra_args):
         # Current builds log their buffer sizes at info level, 4 (their default is 3).
         argv += ["-lv", "4"]
@@ -86,4 +112,25 @@ def build(
         expected_model_id=params.served_name or model,
         metrics=params.metrics,
         secret_env=(API_KEY_ENV,) if extras.api_key else (),
+        notes=(TOOLS_NOTE.format(reasoning=_reasoning_words(reasoning)),),
     )
+
+
+def _reasoning_format(choice: str | None) -> str | None:
+    """The --reasoning-format for the user's reasoning_parser; None: the build's default
+    (deepseek, or auto, which is deepseek: thoughts arrive as reasoning_content)."""
+    if choice is None:
+        return None
+    if choice not in REASONING_FORMATS:
+        raise InvalidInputError(
+            f"llama.cpp takes {', '.join(REASONING_FORMATS)} as its reasoning format, not "
+            f"{choice!r}: none leaves the model's thoughts in the content, deepseek puts them "
+            "in reasoning_content."
+        )
+    return choice
+
+
+def _reasoning_words(reasoning: str | None) -> str:
+    if reasoning is None:
+        return "the build's default --reasoning-format, thoughts in reasoning_content"
+    return f"--reasoning-format {reasoning} (set in the instance's options)"

@@ -35,6 +35,10 @@ HINTS = {
     "gpu_memory_utilization": _SERVER_ONLY,
     "dtype": "MLX models carry their own precision: choose another conversion instead.",
     "max_loaded_models": "mlx_lm.server serves one model: start another instance for another.",
+    # mlx-lm picks both itself: the tool parser from the chat template (or tokenizer_config's
+    # tool_parser_type), thinking from <think> tokens in the vocabulary.
+    "tool_parser": "mlx_lm.server picks its tool parser from the model's chat template.",
+    "reasoning_parser": "mlx_lm.server finds a model's thinking tokens itself.",
 }
 WHY_NOT = {
     ModelFormat.GGUF: "Run GGUF files with llama.cpp or Ollama.",

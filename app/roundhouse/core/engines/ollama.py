@@ -32,6 +32,8 @@ HINTS = {
     "dtype": "Ollama models carry their own quantization: pull another tag instead.",
     "draft_model": "Ollama has no speculative decoding.",
     "num_draft_tokens": "Ollama has no speculative decoding.",
+    "tool_parser": "Ollama reads tool calls with each model's own template.",
+    "reasoning_parser": "Ollama separates thinking itself (`think` in a request).",
 }
 WHY_NOT = {
     ModelFormat.SAFETENSORS: "Import it first with `ollama create`, or use vLLM or MLX.",

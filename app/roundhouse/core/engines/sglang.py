@@ -19,6 +19,7 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
+from roundhouse.core.engines.tool_parsers import parser_flags
 
 HINTS = {
     "n_gpu_layers": (
@@ -69,6 +70,9 @@ def build(
     if params.trust_remote_code:
         argv.append(TRUST_REMOTE_CODE)
     argv += media_domains_args(detected, MEDIA_DOMAINS_SINCE, extras)
+    # Without parsers SGLang leaves tool calls and thoughts as plain text in the content.
+    parsers, notes = parser_flags(spec, params, model, extras.hf_hub_cache)
+    argv += parsers
     argv += params.extra_args
     # SGLang reads its own --api-key only from argv, where every user can read it, and
     # leaves some routes open: the guard stands in front of its whole application instead.
@@ -81,4 +85,5 @@ def build(
         expected_model_id=params.served_name or model,
         metrics=params.metrics,
         secret_env=(GUARD_KEY_ENV,) if guard else (),
+        notes=notes,
     )

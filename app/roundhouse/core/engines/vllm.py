@@ -19,6 +19,7 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
+from roundhouse.core.engines.tool_parsers import parser_flags
 
 HINTS = {
     "n_gpu_layers": (
@@ -74,6 +75,9 @@ def build(
         argv.append(TRUST_REMOTE_CODE)
     media = media_domains_args(detected, MEDIA_DOMAINS_SINCE, extras)
     argv += media
+    # Without a tool-call parser vLLM answers a request with `tools` 400.
+    parsers, notes = parser_flags(spec, params, model, extras.hf_hub_cache)
+    argv += parsers
     argv += params.extra_args
     env = hub_env([model], extras)
     if media:
@@ -92,4 +96,5 @@ def build(
         expected_model_id=params.served_name or model,
         metrics=params.metrics,
         secret_env=(API_KEY_ENV, GUARD_KEY_ENV) if extras.api_key else (),
+        notes=notes,
     )

@@ -134,6 +134,9 @@ class EngineProcess:
             backups=log_backups,
             secrets=secrets,
         )
+        # What Roundhouse chose for the user (parsers, formats) and why, ahead of the
+        # engine's own lines, where the log view and a failed start's tail show it.
+        log.add_lines([f"[roundhouse] {note}" for note in plan.notes])
         try:
             popen, in_job = await asyncio.to_thread(_spawn_in_job, plan)
         except BaseException:
