@@ -100,7 +100,8 @@ class ClientSetup(BaseModel):
 def _places(target: GatewayTarget) -> dict[str, str]:
     plain = {"root": target.root.rstrip("/"), "v1": target.v1, "key": target.key}
     plain["model"] = target.model
-    quoted = {f"{name}_q": json.dumps(value) for name, value in plain.items()}
+    # Unicode kept as it is (a masked key shows its dots), valid in JSON and TOML alike.
+    quoted = {f"{name}_q": json.dumps(value, ensure_ascii=False) for name, value in plain.items()}
     return plain | quoted
 
 

@@ -12,7 +12,7 @@ from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatu
 from roundhouse.gui.widgets.instances_words import is_endpoint
 
 # The actions on the chosen row, as buttons and in the row's context menu, in this order.
-ROW_ACTIONS = ("stop", "restart", "logs", "metrics", "copy")
+ROW_ACTIONS = ("stop", "restart", "logs", "metrics", "copy", "use")
 RESTART_TIP = "Stop it and start it again with the same options"
 PRESETS_TIP = (
     "Let the gateway send this engine, which Roundhouse did not start, the requests for "
@@ -37,6 +37,11 @@ class InstanceActions:
         self.metrics_button.setToolTip("The engine's own counters: tokens, requests, cache")
         self.copy_button = QPushButton("Copy base URL")
         self.copy_button.setToolTip("Copy the engine's OpenAI-compatible base URL")
+        self.use_button = QPushButton("Use with…")
+        self.use_button.setToolTip(
+            "Settings for Claude Code, Codex, OpenCode, the OpenAI and Anthropic SDKs, Open "
+            "WebUI and Continue, pointed at the gateway and this model"
+        )
         self.scan_button = QPushButton("Scan")
         self.scan_button.setToolTip(
             "Look for engines running on this machine without Roundhouse (and Ollama)"
@@ -49,6 +54,7 @@ class InstanceActions:
             "logs": self.logs_button,
             "metrics": self.metrics_button,
             "copy": self.copy_button,
+            "use": self.use_button,
         }
         self._menu_actions = {
             "stop": QAction("Stop", parent),
@@ -56,6 +62,7 @@ class InstanceActions:
             "logs": QAction("Logs", parent),
             "metrics": QAction("Metrics", parent),
             "copy": QAction("Copy base URL", parent),
+            "use": QAction("Use with…", parent),
         }
         # Only for an engine Roundhouse did not start, in the row's menu.
         self.presets_action = QAction("May serve preset models", parent)
@@ -115,6 +122,7 @@ class InstanceActions:
             "logs": info is not None and connected and not endpoint,
             "metrics": info is not None and connected and not failed,
             "copy": info is not None and not failed,
+            "use": info is not None and connected and not failed,
         }
         for key in ROW_ACTIONS:
             self._buttons[key].setEnabled(enabled[key])

@@ -12,6 +12,7 @@ from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.attach_dialog import AttachDialog
 from roundhouse.gui.dialogs.log_dialog import LogDialog
 from roundhouse.gui.dialogs.metrics_dialog import MetricsDialog
+from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.instances_actions import InstanceActions
 from roundhouse.gui.widgets.instances_model import HEADERS, InstancesModel
@@ -52,6 +53,7 @@ class InstancesSection(QGroupBox):
         self.logs_button = actions.logs_button
         self.metrics_button = actions.metrics_button
         self.copy_button = actions.copy_button
+        self.use_button = actions.use_button
         self.scan_button = actions.scan_button
         self.attach_button = actions.attach_button
         self.presets_action = actions.presets_action
@@ -65,6 +67,7 @@ class InstancesSection(QGroupBox):
         actions.connect("logs", self.open_logs_of_selected)
         actions.connect("metrics", self.open_metrics_of_selected)
         actions.connect("copy", self.copy_base_url)
+        actions.connect("use", self.open_use_with_selected)
         self.presets_action.triggered.connect(self.allow_presets_of_selected)
         self.start_button.clicked.connect(self.start_requested)
 
@@ -185,6 +188,16 @@ class InstancesSection(QGroupBox):
     def open_logs(self, info: InstanceInfo) -> LogDialog:
         """One log window per instance: opening it again brings it to the front."""
         return self._windows.open_logs(info)
+
+    @property
+    def use_with_dialog(self) -> UseWithDialog | None:
+        """The Use with… window while it is open."""
+        return self._windows.use_with_dialog
+
+    def open_use_with_selected(self) -> UseWithDialog | None:
+        """Settings for the clients people point at a model, for the chosen row's model."""
+        info = self.selected()
+        return self._windows.open_use_with(info.id) if info is not None else None
 
     def copy_base_url(self) -> None:
         info = self.selected()

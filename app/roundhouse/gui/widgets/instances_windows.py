@@ -12,6 +12,7 @@ from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.dialogs.attach_dialog import AttachDialog
 from roundhouse.gui.dialogs.log_dialog import LogDialog
 from roundhouse.gui.dialogs.metrics_dialog import MetricsDialog
+from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 
 DialogT = TypeVar("DialogT", bound=QDialog)
 
@@ -27,6 +28,7 @@ class InstanceWindows:
         self.log_dialogs: dict[str, LogDialog] = {}
         self.metrics_dialogs: dict[str, MetricsDialog] = {}
         self.attach_dialog: AttachDialog | None = None
+        self.use_with_dialog: UseWithDialog | None = None
 
     def open_logs(self, info: InstanceInfo) -> LogDialog:
         """One log window per instance: opening it again brings it to the front."""
@@ -56,6 +58,21 @@ class InstanceWindows:
         # open(), not exec(): a nested event loop would stall qasync's tasks.
         dialog.open()
         return dialog
+
+    def open_use_with(self, model: str | None) -> UseWithDialog:
+        """One Use with… window, showing `model` (an id, a path or an instance id)."""
+        if self.use_with_dialog is not None:
+            self.use_with_dialog.close()
+        dialog = UseWithDialog(self._bridge, model, self._owner.window())
+        dialog.finished.connect(self._on_use_with_dialog_finished)
+        self.use_with_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _on_use_with_dialog_finished(self) -> None:
+        dialog, self.use_with_dialog = self.use_with_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
 
     def _on_attach_dialog_finished(self) -> None:
         dialog, self.attach_dialog = self.attach_dialog, None
