@@ -64,6 +64,17 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
     is_flag=True,
     help="vLLM/SGLang: run Python code from the model's repository (only one you trust).",
 )
+@click.option(
+    "--tool-parser",
+    metavar="NAME",
+    help="vLLM/SGLang: the tool-call parser (default: chosen for the model; 'none': off).",
+)
+@click.option(
+    "--reasoning-parser",
+    metavar="NAME",
+    help="vLLM/SGLang: the reasoning parser; llama.cpp: its --reasoning-format "
+    "(default: chosen for the model; 'none': thoughts stay in the content).",
+)
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -99,6 +110,8 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             extra_args=tuple(opts["extra_args"]),
             memory_report=opts["memory_report"],
             trust_remote_code=opts["trust_remote_code"],
+            tool_parser=opts["tool_parser"],
+            reasoning_parser=opts["reasoning_parser"],
         )
         if options.trust_remote_code:
             click.echo(

@@ -22,7 +22,13 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions
 
-ADVANCED_FIELDS = frozenset({"served_name", "dtype", "extra_args"})
+ADVANCED_FIELDS = frozenset(
+    {"served_name", "dtype", "extra_args", "tool_parser", "reasoning_parser"}
+)
+# Offered in the parser boxes; any other name the engine knows may be typed. Empty: chosen
+# by the daemon for the model's family; "none": off.
+TOOL_PARSERS = ("", "none", "hermes", "llama3_json", "mistral", "qwen3_coder", "openai", "qwen25")
+REASONING_PARSERS = ("", "none", "qwen3", "deepseek_r1", "deepseek-r1", "openai_gptoss", "deepseek")
 KV_TYPES: dict[EngineId, tuple[str, ...]] = {
     EngineId.LLAMA_CPP: ("f16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "bf16", "f32"),
     EngineId.OLLAMA: ("f16", "q8_0", "q4_0"),
@@ -171,11 +177,25 @@ class StartParams(QObject):
         self.dtype.addItems(["", "auto", "float16", "bfloat16", "float32"])
         self.extra_args = QLineEdit()
         self.extra_args.setPlaceholderText("passed to the engine as typed, e.g. --seed 1")
+        self.tool_parser = _editable_combo(TOOL_PARSERS, "chosen for the model")
+        self.tool_parser.setToolTip(
+            "The engine's tool-call parser. Empty: chosen from the model's family (the log "
+            "says which and why); none: no tool calls."
+        )
+        self.reasoning_parser = _editable_combo(REASONING_PARSERS, "chosen for the model")
+        self.reasoning_parser.setToolTip(
+            "The engine's reasoning parser (llama.cpp: its reasoning format). Empty: chosen "
+            "for the model; none: thoughts stay in the reply's text."
+        )
         self._advanced = QFormLayout()
         self._advanced.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self._add_param("served_name", "Served name:", self.served_name, self._advanced)
         self._add_param("dtype", "Dtype:", self.dtype, self._advanced)
         self._add_param("extra_args", "Extra arguments:", self.extra_args, self._advanced)
+        self._add_param("tool_parser", "Tool-call parser:", self.tool_parser, self._advanced)
+        self._add_param(
+            "reasoning_parser", "Reasoning parser:", self.reasoning_parser, self._advanced
+        )
         self.advanced_box = QWidget()
         self.advanced_box.setLayout(self._advanced)
         self.advanced_box.hide()
@@ -238,6 +258,8 @@ class StartParams(QObject):
             "max_loaded_models": spin_value(self.max_loaded_models),
             "memory_report": self.memory_report.isChecked(),
             "trust_remote_code": self.trust_remote_code.isChecked(),
+            "tool_parser": self.tool_parser.currentText().strip() or None,
+            "reasoning_parser": self.reasoning_parser.currentText().strip() or None,
         }
 
     def set_options(self, options: InstanceOptions) -> None:
@@ -267,6 +289,8 @@ class StartParams(QObject):
         set_spin(self.max_loaded_models, options.max_loaded_models)
         self.memory_report.setChecked(options.memory_report)
         self.trust_remote_code.setChecked(options.trust_remote_code)
+        self.tool_parser.setCurrentText(options.tool_parser or "")
+        self.reasoning_parser.setCurrentText(options.reasoning_parser or "")
 
     def field_visible(self, name: str) -> bool:
         """Whether the parameter `name` (an InstanceOptions field) is offered now."""
@@ -314,3 +338,13 @@ class StartParams(QObject):
 
 def _flash(value: object) -> FlashAttention | None:
     return FlashAttention(value) if isinstance(value, str) else None
+
+
+def _editable_combo(items: tuple[str, ...], placeholder: str) -> QComboBox:
+    combo = QComboBox()
+    combo.setEditable(True)
+    combo.addItems(list(items))
+    line = combo.lineEdit()
+    if line is not None:
+        line.setPlaceholderText(placeholder)
+    return combo
