@@ -247,6 +247,11 @@ class InstanceOptions(_Frozen):
         description="vLLM / SGLang: the reasoning parser (--reasoning-parser); llama.cpp: its "
         "--reasoning-format; None: chosen for the model, 'none': thoughts stay in the content",
     )
+    reranking: bool = Field(
+        default=False,
+        description="llama.cpp: serve /v1/rerank for a reranker model (--reranking); vLLM "
+        "and SGLang serve rerank and score for such models on their own",
+    )
     memory_report: bool = Field(
         default=False,
         description="llama.cpp: log at info level (-lv 4), where current builds report each "

@@ -60,6 +60,11 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
     help="llama.cpp: log at info level, so `engines memory` shows the engine's own buffers.",
 )
 @click.option(
+    "--reranking",
+    is_flag=True,
+    help="llama.cpp: serve /v1/rerank through the gateway (a reranker model).",
+)
+@click.option(
     "--trust-remote-code",
     is_flag=True,
     help="vLLM/SGLang: run Python code from the model's repository (only one you trust).",
@@ -109,6 +114,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             num_draft_tokens=opts["num_draft_tokens"],
             extra_args=tuple(opts["extra_args"]),
             memory_report=opts["memory_report"],
+            reranking=opts["reranking"],
             trust_remote_code=opts["trust_remote_code"],
             tool_parser=opts["tool_parser"],
             reasoning_parser=opts["reasoning_parser"],

@@ -40,6 +40,7 @@ CHOICES = {
     "num_draft_tokens": "a number of draft tokens",
     "max_loaded_models": "a limit of loaded models",
     "memory_report": "a memory report",
+    "reranking": "reranking",
     "trust_remote_code": "trusting remote code",
     "tool_parser": "a tool-call parser",
     "reasoning_parser": "a reasoning parser",

@@ -49,7 +49,7 @@ OWNED = (
     "-m", "--model", "--host", "--port", "-c", "--ctx-size", "-ngl", "--n-gpu-layers",
     "--gpu-layers", "-t", "--threads", "-np", "--parallel", "-fa", "--flash-attn",
     "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--metrics", "-a", "--alias",
-    "--jinja", "--no-jinja",
+    "--jinja", "--no-jinja", "--rerank", "--reranking",
 )  # fmt: skip
 # --api-key's environment twin (llama.cpp's common/arg.cpp); not LLAMA_ARG_API_KEY.
 API_KEY_ENV = "LLAMA_API_KEY"
@@ -86,6 +86,8 @@ def build(
     if params.jinja:
         # Tools need the Jinja template: current builds default to it, older ones do not.
         argv.append("--jinja")
+    if params.reranking:
+        argv.append("--reranking")
     # A --reasoning-format in the extra arguments is the user's, and then the only one.
     check_not_twice(
         spec.title,

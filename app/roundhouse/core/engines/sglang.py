@@ -22,6 +22,10 @@ from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
 from roundhouse.core.engines.tool_parsers import parser_flags
 
 HINTS = {
+    "reranking": (
+        "SGLang serves /v1/rerank for a reranker model started as one: add --is-embedding "
+        "in the extra arguments instead."
+    ),
     "n_gpu_layers": (
         "SGLang keeps the whole model on the GPUs: lower the GPU memory fraction or the "
         "context length to fit, or use llama.cpp to split between CPU and GPU."

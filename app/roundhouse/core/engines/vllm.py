@@ -22,6 +22,10 @@ from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
 from roundhouse.core.engines.tool_parsers import parser_flags
 
 HINTS = {
+    "reranking": (
+        "vLLM serves /v1/rerank and /v1/score for a reranker (cross-encoder) model on its "
+        "own: start the model without this option."
+    ),
     "n_gpu_layers": (
         "vLLM keeps the whole model on the GPUs: lower the GPU memory fraction or the "
         "maximum model length to fit, or use llama.cpp to split between CPU and GPU."

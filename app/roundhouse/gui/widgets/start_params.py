@@ -135,6 +135,11 @@ class StartParams(QObject):
             "Some models need code from their repository to load. The engine then runs that "
             "code with your rights: turn this on only for repositories you trust."
         )
+        self.reranking = QCheckBox("Serve /v1/rerank (a reranker model)")
+        self.reranking.setToolTip(
+            "Starts llama-server with --reranking: the gateway's /v1/rerank then ranks "
+            "documents with this model. Only reranker models give meaningful scores."
+        )
         self.memory_report = QCheckBox("Report the engine's memory buffers")
         self.memory_report.setToolTip(
             "Logs at info level, where llama-server says what it allocated on each device: "
@@ -164,6 +169,7 @@ class StartParams(QObject):
         self._add_param("num_draft_tokens", "Draft tokens:", self.num_draft_tokens)
         self._add_param("max_loaded_models", "Max loaded models:", self.max_loaded_models)
         self._add_param("memory_report", "Memory:", self.memory_report)
+        self._add_param("reranking", "Reranking:", self.reranking)
         self._add_param("trust_remote_code", "Remote code:", self.trust_remote_code)
         self._params.addRow("Port:", self.port)
         self.params_box = QGroupBox("Parameters")
@@ -257,6 +263,7 @@ class StartParams(QObject):
             "num_draft_tokens": spin_value(self.num_draft_tokens),
             "max_loaded_models": spin_value(self.max_loaded_models),
             "memory_report": self.memory_report.isChecked(),
+            "reranking": self.reranking.isChecked(),
             "trust_remote_code": self.trust_remote_code.isChecked(),
             "tool_parser": self.tool_parser.currentText().strip() or None,
             "reasoning_parser": self.reasoning_parser.currentText().strip() or None,
@@ -288,6 +295,7 @@ class StartParams(QObject):
         set_spin(self.num_draft_tokens, options.num_draft_tokens)
         set_spin(self.max_loaded_models, options.max_loaded_models)
         self.memory_report.setChecked(options.memory_report)
+        self.reranking.setChecked(options.reranking)
         self.trust_remote_code.setChecked(options.trust_remote_code)
         self.tool_parser.setCurrentText(options.tool_parser or "")
         self.reasoning_parser.setCurrentText(options.reasoning_parser or "")
