@@ -14,8 +14,9 @@ def gateway() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def models(ctx: click.Context, as_json: bool) -> None:
-    """List the models running instances serve, those loading, and those a saved preset
-    lets the gateway start on the first request."""
+    """List the models running instances serve, those loading, and those the gateway starts
+    on the first request (every model of the library, with a saved preset's settings or
+    ones the fit estimate chooses), then the aliases. IDs are shown whole at any width."""
     from roundhouse.cli.gateway_view import models_view
     from roundhouse.cli.main import show_from_daemon
 

@@ -9,9 +9,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from roundhouse.api.gateway import GatewayModelList, GatewayUsage, ModelState
+from roundhouse.api.gateway import GatewayModel, GatewayModelList, GatewayUsage, ModelState
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.base.units import format_duration
+from roundhouse.cli.tables import Column, console_width, fitted
 
 _STATE_STYLE = {
     ModelState.SERVING: "green",
@@ -20,29 +21,50 @@ _STATE_STYLE = {
 }
 
 
-def models_view(answer: GatewayModelList) -> RenderableType:
+def models_view(answer: GatewayModelList, width: int | None = None) -> RenderableType:
     if not answer.models:
         return (
             "No models: start an instance (`roundhouse engines start ...`), or save a preset "
             "(`--save-preset default`) so the gateway can start its model on request."
         )
-    table = Table(title="Gateway models", title_justify="left")
-    for column in ("ID", "State", "Engine", "Instance", "Preset", "Model"):
-        table.add_column(column)
-    for entry in answer.models:
-        name = Text(entry.id)
-        if entry.id == answer.active_model:
-            name.append(" (active)", style="bold")
-        state = Text(entry.state.value, style=_STATE_STYLE.get(entry.state, ""))
-        table.add_row(
-            name,
-            state,
-            entry.engine.value,
-            entry.instance or "—",
-            entry.preset or "—",
-            Text(entry.model or "—"),
+    entries = answer.models
+    table = fitted(
+        "Gateway models",
+        [
+            Column("ID", [_name(e, answer) for e in entries], whole=True),
+            Column(
+                "State", [Text(e.state.value, style=_STATE_STYLE.get(e.state, "")) for e in entries]
+            ),
+            Column("Engine", [e.engine.value for e in entries], drop=1),
+            Column("Instance", [e.instance or "—" for e in entries], whole=True, drop=2),
+            Column("Settings", [_settings_words(e) for e in entries], drop=3),
+            Column("Model", [Text(e.model or "—") for e in entries], drop=4),
+        ],
+        width or console_width(),
+    )
+    if answer.default_model:
+        return Group(
+            table, Text(f"A name nothing lists is served by {answer.default_model} (default).")
         )
     return table
+
+
+def _name(entry: GatewayModel, answer: GatewayModelList) -> Text:
+    name = Text(entry.id)
+    if entry.alias_of:
+        name.append(f" → {entry.alias_of}", style="dim")
+    if entry.id == answer.active_model:
+        name.append(" (active)", style="bold")
+    return name
+
+
+def _settings_words(entry: GatewayModel) -> str:
+    """The preset, else how the start chooses its settings (the fit estimate)."""
+    if entry.alias_of:
+        return "alias"
+    if entry.preset:
+        return f"preset {entry.preset}"
+    return "fit estimate" if entry.launch else "—"
 
 
 def usage_view(answer: GatewayUsage, now: Callable[[], float] = time.time) -> RenderableType:
@@ -88,6 +110,7 @@ def served_view(model: str, base_url: str, info: InstanceInfo) -> RenderableType
             (info.id, "bold"),
             f" ({info.status.value}).",
         ),
+        *([Text(f"Settings: {info.launch_note}")] if info.launch_note else []),
         Text(f"Gateway base URL: {base_url}"),
         Text("Try:"),
         Text(curl_example(base_url, model)),

@@ -20,6 +20,7 @@ from roundhouse.api.instances import (
     PresetList,
 )
 from roundhouse.base.units import format_bytes, format_duration
+from roundhouse.cli.tables import Column, console_width, fitted
 
 _STATUS_STYLE = {
     InstanceStatus.READY: "green",
@@ -29,11 +30,16 @@ _STATUS_STYLE = {
 }
 
 
-def _short_model(model: str | None) -> str:
+def _short_model(info: InstanceInfo) -> str:
+    """The name a request uses: what the engine serves (a library model's short id), a
+    file path as its stem, a repo id or tag as it is."""
+    model = info.models[0] if len(info.models) == 1 else info.model
     if not model:
         return "—"
-    # A file path shows as its name; a repo id or tag as it is.
-    return PurePath(model).name if "/" in model and model.startswith(("/", "~", ".")) else model
+    if "/" in model and model.startswith(("/", "~", ".")):
+        name = PurePath(model).name
+        return name[: -len(".gguf")] if name.lower().endswith(".gguf") else name
+    return model
 
 
 def _origin(info: InstanceInfo) -> str:
@@ -69,35 +75,42 @@ def instance_notes(answer: InstanceList) -> list[Text]:
     return notes
 
 
-def instances_view(answer: InstanceList) -> RenderableType:
+def _status(info: InstanceInfo) -> str:
+    style = _STATUS_STYLE.get(info.status)
+    status = info.status.value
+    if info.status in (InstanceStatus.STARTING, InstanceStatus.LOADING) and info.waited_s:
+        status += f" {info.waited_s:.0f} s"
+    if info.status == InstanceStatus.FAILED and info.error:
+        status += f": {info.error.splitlines()[0][:80]}"
+    return f"[{style}]{status}[/]" if style else status
+
+
+def _up(info: InstanceInfo) -> str:
+    return format_duration(uptime(info)) if info.status != InstanceStatus.FAILED else "—"
+
+
+def instances_view(answer: InstanceList, width: int | None = None) -> RenderableType:
     notes = instance_notes(answer)
     if not answer.instances:
         empty = "No instances. Start one with `roundhouse engines start ENGINE --model MODEL`."
         return Group(empty, *notes) if notes else empty
-    table = Table(title="Instances", title_justify="left")
-    for column in ("ID", "Engine", "Model", "Status", "Base URL", "Up", "Memory", "Origin"):
-        table.add_column(column)
-    for info in answer.instances:
-        style = _STATUS_STYLE.get(info.status)
-        status = info.status.value
-        if info.status in (InstanceStatus.STARTING, InstanceStatus.LOADING) and info.waited_s:
-            status += f" {info.waited_s:.0f} s"
-        if info.status == InstanceStatus.FAILED and info.error:
-            status += f": {info.error.splitlines()[0][:80]}"
-        if style:
-            status = f"[{style}]{status}[/]"
-        up = format_duration(uptime(info)) if info.status != InstanceStatus.FAILED else "—"
-        memory = format_bytes(info.rss_bytes) if info.rss_bytes else "—"
-        table.add_row(
-            info.id,
-            info.engine.value,
-            _short_model(info.model),
-            status,
-            info.base_url,
-            up,
-            memory,
-            _origin(info),
-        )
+    rows = answer.instances
+    table = fitted(
+        "Instances",
+        [
+            Column("ID", [i.id for i in rows], whole=True),
+            Column("Engine", [i.engine.value for i in rows], drop=2),
+            Column("Model", [_short_model(i) for i in rows], whole=True),
+            Column("Status", [_status(i) for i in rows]),
+            Column("Base URL", [i.base_url for i in rows], drop=1),
+            Column("Up", [_up(i) for i in rows], drop=4),
+            Column(
+                "Memory", [format_bytes(i.rss_bytes) if i.rss_bytes else "—" for i in rows], drop=3
+            ),
+            Column("Origin", [_origin(i) for i in rows], drop=5),
+        ],
+        width or console_width(),
+    )
     return Group(table, *notes) if notes else table
 
 

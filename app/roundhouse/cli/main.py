@@ -139,6 +139,8 @@ from roundhouse.cli.chat_command import chat, chats  # noqa: E402
 from roundhouse.cli.engines_commands import engines  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import status as gateway_status  # noqa: E402
+from roundhouse.cli.gateway_alias_commands import alias as gateway_alias  # noqa: E402
+from roundhouse.cli.gateway_alias_commands import default as gateway_default  # noqa: E402
 from roundhouse.cli.gateway_commands import gateway  # noqa: E402
 from roundhouse.cli.launch_command import launch  # noqa: E402
 from roundhouse.cli.models_commands import models  # noqa: E402
@@ -156,6 +158,8 @@ cli.add_command(engines)
 cli.add_command(gateway)
 gateway.add_command(gateway_status)
 gateway.add_command(gateway_key)
+gateway.add_command(gateway_alias)
+gateway.add_command(gateway_default)
 cli.add_command(launch)
 cli.add_command(models)
 cli.add_command(monitor)

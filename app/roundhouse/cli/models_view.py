@@ -11,6 +11,7 @@ from roundhouse.api.fit import FitVerdict, ModelFit
 from roundhouse.api.hub import HubModelDetails, HubSearchResult, HubTokenStatus
 from roundhouse.api.library import DeleteResult, LibraryList, LibraryModel
 from roundhouse.base.units import format_bytes, format_duration
+from roundhouse.cli.tables import Column, console_width, fitted
 
 
 def _count(value: int | None) -> str:
@@ -125,7 +126,7 @@ def download_item_view(item: AnyDownloadItem) -> RenderableType:
     return Text(f"{item.id} {item.path}: {item.state.value}{note}")
 
 
-def library_view(listing: LibraryList) -> RenderableType:
+def library_view(listing: LibraryList, width: int | None = None) -> RenderableType:
     places = Text(
         "; ".join(
             f"{p.source.value} {p.location}" + ("" if p.available else f" ({p.error or 'absent'})")
@@ -135,33 +136,30 @@ def library_view(listing: LibraryList) -> RenderableType:
     )
     if not listing.models:
         return Group(Text("No local models yet: `roundhouse models pull` downloads one."), places)
-    table = Table(title="Local models", title_justify="left")
-    for column in (
-        "ID",
-        "Name",
-        "Source",
-        "Format",
-        "Arch",
-        "Params",
-        "Quant",
-        "Ctx",
-        "Size",
-        "Engines",
-    ):
-        table.add_column(column)
-    for model in listing.models:
-        table.add_row(
-            model.id,
-            Text(model.name + (f" ({model.error})" if model.error else "")),
-            model.source.value,
-            model.format.value,
-            model.architecture or "",
-            model.parameter_label or _count(model.parameter_count),
-            model.quantization or "",
-            str(model.context_length or ""),
-            format_bytes(model.size_bytes),
-            ", ".join(e.value for e in model.engines),
-        )
+    models = listing.models
+    table = fitted(
+        "Local models",
+        [
+            # The ID is the name requests and commands use (`roundhouse run ID`): whole.
+            Column("ID", [m.served_id or m.id for m in models], whole=True),
+            Column(
+                "Name",
+                [Text(m.name + (f" ({m.error})" if m.error else "")) for m in models],
+                drop=2,
+            ),
+            Column("Source", [m.source.value for m in models], drop=5),
+            Column("Format", [m.format.value for m in models], drop=6),
+            Column("Arch", [m.architecture or "" for m in models], drop=7),
+            Column(
+                "Params", [m.parameter_label or _count(m.parameter_count) for m in models], drop=3
+            ),
+            Column("Quant", [m.quantization or "" for m in models], drop=4),
+            Column("Ctx", [str(m.context_length or "") for m in models], drop=8),
+            Column("Size", [format_bytes(m.size_bytes) for m in models], drop=1),
+            Column("Engines", [", ".join(e.value for e in m.engines) for m in models], drop=9),
+        ],
+        width or console_width(),
+    )
     if listing.checking:
         # Listed from their first metadata; the daemon is reading the rest of each header.
         checking = Text(
@@ -174,7 +172,8 @@ def library_view(listing: LibraryList) -> RenderableType:
 
 
 def library_model_view(model: LibraryModel) -> RenderableType:
-    return Text(f"{model.id} {model.name}: {format_bytes(model.size_bytes)} at {model.path}")
+    name = model.served_id or model.id
+    return Text(f"{name} {model.name}: {format_bytes(model.size_bytes)} at {model.path}")
 
 
 def delete_view(result: DeleteResult) -> RenderableType:

@@ -22,11 +22,13 @@ POLL_S = 0.5
 @click.option("--json", "as_json", is_flag=True, help="Print the base URL and instance as JSON.")
 @click.pass_context
 def run(ctx: click.Context, model: str, as_json: bool) -> None:
-    """Serve MODEL through the gateway, starting it with its saved preset if nothing serves
-    it yet; print the OpenAI base URL, the instance and an example request.
+    """Serve MODEL through the gateway, starting it if nothing serves it yet (with its saved
+    preset, else with settings the fit estimate chooses for this machine); print the OpenAI
+    base URL, the instance, the settings chosen and an example request.
 
-    MODEL is a name from `roundhouse gateway models`: a served name, a GGUF file name (with
-    or without .gguf) or its path, a repo id or an Ollama tag.
+    MODEL is a name from `roundhouse gateway models` or `roundhouse models ls`: a model's
+    id, an alias, a GGUF file name (with or without .gguf) or its path, a repo id or an
+    Ollama tag.
     """
     from roundhouse.cli.daemon_link import home_of, run_async
     from roundhouse.cli.gateway_view import served_view

@@ -165,7 +165,7 @@ class DaemonServices:
         if self.gateway_state is None:
             # Every model of the library is served by name, read from its last scan (the
             # library opens after the daemon's start: until then it offers nothing).
-            local = LibraryStartables(lambda: self.library, self._fit_for)
+            local = LibraryStartables(lambda: self.library, self._fit_for, self.models_ready)
             # Settings read live: PUT /api/v1/settings replaces `self.settings`.
             self.gateway_state = Gateway(
                 self.instance_service(), settings=lambda: self.settings, local=local

@@ -146,10 +146,15 @@ class LibraryStartables:
     the library finished another scan (its `generation`); `refresh` asks for one."""
 
     def __init__(
-        self, library: Callable[[], ModelLibrary | None], fit: Callable[[], FitFor | None]
+        self,
+        library: Callable[[], ModelLibrary | None],
+        fit: Callable[[], FitFor | None],
+        opened: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._library = library
         self._fit = fit
+        # Waited for before a refresh: the library opens beside the daemon's start.
+        self._opened = opened
         self._generation = -1
         self._entries: list[Startable] = []
 
@@ -164,6 +169,8 @@ class LibraryStartables:
 
     async def refresh(self) -> bool:
         """Scan the library again (models downloaded or deleted since); False without one."""
+        if self._opened is not None:
+            await self._opened()
         library = self._library()
         if library is None:
             return False
