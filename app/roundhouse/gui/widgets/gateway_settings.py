@@ -32,6 +32,7 @@ from roundhouse.api.settings import GatewaySettings
 from roundhouse.gui.call import Call, CallSlot, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
+from roundhouse.gui.widgets.gateway_names import ModelNamesEditor
 
 
 class GatewayKeyCalls:
@@ -91,7 +92,9 @@ class GatewaySettingsSection(QGroupBox):
         self.confirm_box: QMessageBox | None = None
         self._connected = False
 
-        self.just_in_time = QCheckBox("Start a model when a request names it (with its preset)")
+        self.just_in_time = QCheckBox(
+            "Start a model when a request names it (its preset, else settings that fit)"
+        )
         self.idle_ttl = _spin("idle_ttl_s", " s", 60)
         self.idle_ttl.setSpecialValueText("Never")
         self.max_resident = _spin("max_resident")
@@ -110,6 +113,8 @@ class GatewaySettingsSection(QGroupBox):
         self.media_domains.setToolTip(
             GatewaySettings.model_fields["media_domains"].description or ""
         )
+        self.names = ModelNamesEditor()
+        self.names.changed.connect(self._on_changed)
         for check in (self.just_in_time,):
             check.toggled.connect(self._on_changed)
         for spin in (self.idle_ttl, self.max_resident, self.max_concurrent, self.queue_size):
@@ -173,6 +178,16 @@ class GatewaySettingsSection(QGroupBox):
             )
         )
         form.addRow("Second address:", second_box)
+        names_box = QVBoxLayout()
+        names_box.addWidget(self.names)
+        names_box.addWidget(
+            _hint(
+                "Other names for models: a request for an alias (e.g. claude-sonnet-4-5) is "
+                "served by its model (e.g. qwen3-coder-30b)."
+            )
+        )
+        form.addRow("Aliases:", names_box)
+        form.addRow("Default model:", self.names.default_model)
         form.addRow("Allowed host names:", self.allowed_hosts)
         form.addRow("Browser origins (CORS):", self.cors_origins)
         media_box = QVBoxLayout()
@@ -213,6 +228,7 @@ class GatewaySettingsSection(QGroupBox):
         self.allowed_hosts.setText(", ".join(gateway.allowed_hosts))
         self.cors_origins.setText(", ".join(gateway.cors_origins))
         self.media_domains.setText(", ".join(gateway.media_domains))
+        self.names.show_names(gateway.aliases, gateway.default_model)
         # What the daemon does with them shows in its listeners' state.
         self.refresh_status()
 
@@ -230,6 +246,8 @@ class GatewaySettingsSection(QGroupBox):
             allowed_hosts=_names(self.allowed_hosts.text()),
             cors_origins=_names(self.cors_origins.text()),
             media_domains=_names(self.media_domains.text()),
+            aliases=self.names.aliases(),
+            default_model=self.names.default(),
         )
 
     def _on_changed(self, *_: Any) -> None:
