@@ -5,7 +5,12 @@
     python -m tests.fakes.openai_engines sglang --model-path M --host H --port P [...]
 
 Engine flags that change nothing here (parallelism, memory, dtypes) are accepted and ignored;
-unknown flags exit 2 as argparse does. Stand-in-only flags: --load-seconds, --token-delay,
+unknown flags exit 2 as argparse does, and so do parser names the engine does not register.
+--enable-auto-tool-choice, --tool-call-parser and --reasoning-parser work as in the engines:
+without them vLLM refuses `tools` (400) and SGLang answers a call as plain text; with a
+reasoning parser the model "thinks" first. Replies with reasoning or tool calls are
+scripted (see shapes.py). Stand-in-only flags: --load-seconds, --token-delay,
+--standin-shape, --reasoning-field (vLLM),
 --record-requests FILE (each request body, and the argv first, as JSON lines), --die-after
 (vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM). `vllm --version`
 prints the version the stand-in plays.
@@ -44,7 +49,6 @@ VLLM_IGNORED_VALUES = (
     ("--seed",),
     ("--speculative-config",),
     ("--chat-template",),
-    ("--tool-call-parser",),
     ("--generation-config",),
     ("--tokenizer",),
     ("--revision",),
@@ -57,7 +61,6 @@ VLLM_IGNORED_SWITCHES = (
     "--enforce-eager",
     "--enable-prefix-caching",
     "--no-enable-prefix-caching",
-    "--enable-auto-tool-choice",
     "--disable-log-requests",
     "--disable-log-stats",
 )
@@ -75,8 +78,6 @@ SGLANG_IGNORED_VALUES = (
     ("--attention-backend",),
     ("--tokenizer-path",),
     ("--chat-template",),
-    ("--tool-call-parser",),
-    ("--reasoning-parser",),
     ("--speculative-algorithm",),
     ("--speculative-draft-model-path",),
     ("--speculative-num-steps",),
@@ -88,11 +89,39 @@ SGLANG_IGNORED_VALUES = (
 SGLANG_IGNORED_SWITCHES = ("--trust-remote-code", "--disable-radix-cache", "--enable-torch-compile")
 
 
+# The engines' parser registries (vLLM: tool_parsers/__init__.py, reasoning/__init__.py;
+# SGLang: ToolCallParserEnum, ReasoningParser.DetectorMap): an unknown name ends the start.
+VLLM_TOOL_PARSERS = (
+    "deepseek_v3", "deepseek_v31", "ernie45", "glm45", "granite-20b-fc", "granite", "hermes",
+    "hunyuan_a13b", "internlm", "jamba", "kimi_k2", "llama3_json", "llama4_json",
+    "llama4_pythonic", "longcat", "minimax_m2", "minimax", "mistral", "olmo3", "openai",
+    "phi4_mini_json", "pythonic", "qwen3_coder", "qwen3_xml", "seed_oss", "step3", "xlam",
+)  # fmt: skip
+VLLM_REASONING_PARSERS = (
+    "deepseek_r1", "deepseek_v3", "ernie45", "glm45", "openai_gptoss", "granite",
+    "hunyuan_a13b", "kimi_k2", "minimax_m2", "mistral", "olmo3", "qwen3", "seed_oss", "step3",
+)  # fmt: skip
+SGLANG_TOOL_PARSERS = (
+    "deepseekv3", "deepseekv31", "glm", "glm45", "gpt-oss", "kimi_k2", "llama3", "mistral",
+    "pythonic", "qwen", "qwen25", "qwen3_coder", "step3", "hermes",
+)  # fmt: skip
+SGLANG_REASONING_PARSERS = (
+    "deepseek-r1", "deepseek-v3", "glm45", "gpt-oss", "kimi", "kimi_k2", "qwen3",
+    "qwen3-thinking", "minimax", "step3", "mistral",
+)  # fmt: skip
+SHAPES = ("llamacpp", "vllm", "sglang")
+
+
 def _standin_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("stand-in only")
     group.add_argument("--load-seconds", type=float, default=0.3, metavar="S")
     group.add_argument("--token-delay", type=float, default=0.0, metavar="S")
     group.add_argument("--record-requests", metavar="FILE")
+    group.add_argument(
+        "--standin-shape",
+        choices=SHAPES,
+        help="whose bytes replies with reasoning or tool calls have (default: the engine's)",
+    )
 
 
 def _ignored(
@@ -122,8 +151,17 @@ def vllm_settings(argv: list[str]) -> Settings:
     parser.add_argument("--max-model-len", type=int, default=4096)
     parser.add_argument("--max-num-seqs", type=int, default=256)
     parser.add_argument("--allowed-media-domains", nargs="+", default=[])
+    parser.add_argument("--enable-auto-tool-choice", action="store_true")
+    parser.add_argument("--tool-call-parser", choices=VLLM_TOOL_PARSERS)
+    parser.add_argument("--reasoning-parser", choices=VLLM_REASONING_PARSERS)
     _ignored(parser, VLLM_IGNORED_VALUES, VLLM_IGNORED_SWITCHES)
     _standin_flags(parser)
+    parser.add_argument(
+        "--reasoning-field",
+        choices=["reasoning", "reasoning_content", "both"],
+        default="reasoning",
+        help="vLLM <= 0.11.0: reasoning_content; then both for a while; now reasoning",
+    )
     parser.add_argument("--die-after", type=float, metavar="S", help="/health 503 after S s")
     parser.add_argument("--metric-names", choices=["new", "old", "both"], default="both")
     args = parser.parse_args(argv)
@@ -145,6 +183,11 @@ def vllm_settings(argv: list[str]) -> Settings:
         metric_names=args.metric_names,
         allowed_media_domains=args.allowed_media_domains,
         record_path=args.record_requests,
+        auto_tool_choice=args.enable_auto_tool_choice,
+        tool_parser=args.tool_call_parser,
+        reasoning_parser=args.reasoning_parser,
+        shape=args.standin_shape,
+        reasoning_field=args.reasoning_field,
     )
 
 
@@ -159,6 +202,8 @@ def sglang_settings(argv: list[str]) -> Settings:
     parser.add_argument("--max-running-requests", type=int, default=256)
     parser.add_argument("--enable-metrics", action="store_true")
     parser.add_argument("--allowed-media-domains", nargs="+", default=[])
+    parser.add_argument("--tool-call-parser", choices=SGLANG_TOOL_PARSERS)
+    parser.add_argument("--reasoning-parser", choices=SGLANG_REASONING_PARSERS)
     _ignored(parser, SGLANG_IGNORED_VALUES, SGLANG_IGNORED_SWITCHES)
     _standin_flags(parser)
     parser.add_argument("--wedge-after", type=float, metavar="S", help="generation hangs after S")
@@ -181,6 +226,10 @@ def sglang_settings(argv: list[str]) -> Settings:
         server_args={k: v for k, v in vars(args).items() if k != "api_key"},
         allowed_media_domains=args.allowed_media_domains,
         record_path=args.record_requests,
+        tool_parser=args.tool_call_parser,
+        reasoning_parser=args.reasoning_parser,
+        shape=args.standin_shape,
+        reasoning_field="reasoning_content",
     )
 
 

@@ -28,6 +28,19 @@ from tests.fakes.openai_engines.exposition import (
     sglang_metrics,
     vllm_metrics,
 )
+from tests.fakes.openai_engines.shapes import (
+    REASONING_PIECES,
+    Piece,
+    Script,
+    Writer,
+    completion_id,
+    dumps,
+    first_tool_name,
+    script,
+    timings_for,
+    tool_call_id,
+    usage_for,
+)
 
 VLLM_VERSION = "0.11.0"
 SGLANG_VERSION = "0.5.4"
@@ -68,6 +81,14 @@ class Settings:
     allowed_media_domains: list[str] = field(default_factory=list)
     # Stand-in only: a JSON-lines file each request body received is appended to.
     record_path: str | None = None
+    # vLLM: --enable-auto-tool-choice; both: --tool-call-parser, --reasoning-parser.
+    auto_tool_choice: bool = False
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
+    # Stand-in only: whose bytes a reply with reasoning or tool calls has (llamacpp, vllm,
+    # sglang; default: the personality's), and vLLM's reasoning field for its version.
+    shape: str | None = None
+    reasoning_field: str = "reasoning"
 
 
 class Engine:
@@ -202,6 +223,14 @@ def _text(content: object) -> str:
     if isinstance(content, list):
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return str(content or "")
+
+
+def _unparsed_call(tool: str, think: bool) -> Script:
+    """What a model's Hermes-style call looks like when no parser reads it: content."""
+    call = json.dumps({"name": tool, "arguments": {"location": "Paris, France"}})
+    texts = ["<tool_call>", "\n", call, "\n", "</tool_call>"]
+    thought = [Piece("reasoning", t) for t in REASONING_PIECES] if think else []
+    return Script((*thought, *(Piece("content", t) for t in texts)), None, "stop")
 
 
 @dataclass
@@ -435,8 +464,86 @@ class Handler(StandinHandler):
             self._check_media(message.get("content"))
         texts = [_text(m.get("content")) for m in messages]
         job = self._job(body, prompt_tokens(texts), json.dumps(messages, sort_keys=True))
+        tool = self._tool_to_call(body)
+        settings = self.engine.settings
+        think = settings.reasoning_parser is not None
         self.before_generate()
+        if tool is not None or think or settings.shape is not None:
+            self.serve_shaped(job, body, tool, think)
+            return
         self.serve(job, chat=True)
+
+    def _tool_to_call(self, body: dict[str, Any]) -> str | None:
+        """The tool a scripted turn calls; refused as the engine refuses it."""
+        tools = _check(body, "tools", list)
+        for tool in tools or []:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                raise ApiError(400, f"1 validation error: invalid tool {tool!r}")
+        name = first_tool_name(body)
+        settings = self.engine.settings
+        auto = body.get("tool_choice") in (None, "auto")
+        if name is None or not auto:
+            return name
+        if settings.personality == "vllm" and not (
+            settings.auto_tool_choice and settings.tool_parser
+        ):
+            # vLLM's own words (serving_chat.py) when started without a parser.
+            raise ApiError(
+                400,
+                '"auto" tool choice requires --enable-auto-tool-choice and '
+                "--tool-call-parser to be set",
+            )
+        return name
+
+    def serve_shaped(self, job: Job, body: dict[str, Any], tool: str | None, think: bool) -> None:
+        """A scripted reply (reasoning, a tool call, words) in the chosen engine's bytes."""
+        settings = self.engine.settings
+        shape = settings.shape or settings.personality
+        if tool is not None and settings.personality == "sglang" and not settings.tool_parser:
+            # SGLang without a parser passes the model's call through as plain text.
+            reply = _unparsed_call(tool, think)
+        else:
+            reply = script(think=think, tool_name=tool, words=job.tokens, finish_reason=job.reason)
+        limit = _check(body, "max_completion_tokens", int) or _check(body, "max_tokens", int)
+        if limit is not None and limit < len(reply.pieces):
+            kept = reply.pieces[:limit]
+            called = reply.tool_name if any(p.kind == "name" for p in kept) else None
+            reply = Script(kept, called, "length")
+        seed = job.key + json.dumps(body.get("tools"), sort_keys=True)
+        writer = Writer(
+            shape,
+            completion=completion_id(shape, seed),
+            model=job.model,
+            created=int(time.time()),
+            call_id=tool_call_id(shape, seed),
+            reasoning_field=settings.reasoning_field,
+        )
+        pieces = reply.pieces
+        usage = usage_for(shape, job.prompt, len(pieces))
+        timings = timings_for(shape, job.prompt, len(pieces))
+        tokens = self.engine.generate(job.prompt, job.key, [p.text for p in pieces], job.reason)
+        if not job.stream:
+            with closing(tokens):
+                for _ in tokens:
+                    pass
+            body_bytes = dumps(shape, writer.whole(reply, usage, timings))
+            self.send_bytes(200, body_bytes, self.json_content_type)
+            return
+        self.start_stream("text/event-stream; charset=utf-8")
+
+        def send(payload: dict[str, Any]) -> None:
+            self.chunk(b"data: " + dumps(shape, payload) + b"\n\n")
+
+        send(writer.first())
+        with closing(tokens):
+            for index, _ in enumerate(tokens):
+                send(writer.piece(pieces[index]))
+        send(writer.finish(reply.finish_reason, None if job.include_usage else timings))
+        if job.include_usage:
+            send(writer.usage_chunk(usage, timings))
+        self.chunk(b"data: [DONE]\n\n")
+        self.end_stream()
 
     def _check_media(self, content: object) -> None:
         """As vLLM's media connector: an http(s) URL must be on an allowed host (when any
