@@ -228,7 +228,8 @@ class UseWithDialog(QDialog):
         spec = self.current_client()
         if spec is not None:
             launch = f" · or run `roundhouse launch {self._id_of(spec)}`" if spec.command else ""
-            self.about.setText(f"{KIND_WORDS[spec.kind]} · speaks {spec.api} · {spec.docs}{launch}")
+            words = f"{KIND_WORDS[spec.kind]} · speaks {spec.api}{launch}"
+            self.about.setText(f"{words}\nDocs: {spec.docs}")
         revealed = self.show_key.isChecked()
         self.text.setPlainText(self.settings_text(revealed=revealed))
         target = self.target(revealed=revealed)
