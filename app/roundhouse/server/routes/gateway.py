@@ -7,6 +7,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -45,6 +46,8 @@ _COMPLETIONS = OpenAISurface(COMPLETIONS)
 _EMBEDDINGS = OpenAISurface(EMBEDDINGS)
 _RERANK = OpenAISurface(RERANK)
 _SCORE = OpenAISurface(SCORE)
+# Kept as they are in x-roundhouse-model: what model names are made of (tags, repo ids).
+_NAME_SAFE = "/:@+-._~!$&'()*,;="
 
 router = APIRouter(prefix=GATEWAY_PREFIX, tags=["gateway"])
 
@@ -240,7 +243,8 @@ async def _forward(
     headers = identity(info)
     headers[PATH_HEADER] = plan.taken
     # The model that served it; when an alias or the default model stood in, which.
-    headers["x-roundhouse-model"] = target.model or target.upstream_model
+    # Percent-encoded beyond ASCII: a header is Latin-1, a file's name may be anything.
+    headers["x-roundhouse-model"] = quote(target.model or target.upstream_model, safe=_NAME_SAFE)
     if target.via:
         headers["x-roundhouse-model-via"] = target.via
     if prepared.dropped:
