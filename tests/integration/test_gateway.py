@@ -63,11 +63,13 @@ def served(
 
 def test_models_lists_what_the_instance_serves(served: Served) -> None:
     models = {m.id: m for m in served.client.models.list()}
-    assert served.model in models, models
-    listed = models[served.model]
+    # Started on a file: listed by the file's stem, never its path (which still routes).
+    assert "tiny" in models and served.model not in models, models
+    listed = models["tiny"]
     assert listed.owned_by == "llama.cpp"
     extra = listed.model_extra or {}
     assert extra["roundhouse"]["instance"] == served.instance.id
+    assert extra["roundhouse"]["model"] == served.model
 
 
 def test_chat_without_streaming_returns_content_and_usage(served: Served) -> None:
@@ -130,7 +132,8 @@ def test_unknown_model_is_not_found_in_openai_shape(served: Served) -> None:
     body = caught.value.body
     assert isinstance(body, dict)
     assert body["code"] == "model_not_found"
-    assert served.model in body["message"]
+    # It offers the models by the names a client would send: the stem, not the path.
+    assert "'tiny'" in body["message"] and served.model not in body["message"]
 
 
 def test_a_request_without_a_model_is_refused(served: Served) -> None:
