@@ -355,6 +355,10 @@ def test_the_key_guards_the_anthropic_routes(served: Served) -> None:
                 served.daemon.url + route, json=body, headers=headers, trust_env=False
             )
             assert reply.status_code == 401, (route, headers, reply.text)
+            error = reply.json()
+            assert error["type"] == "error", error
+            assert error["error"]["type"] == "authentication_error", error
+            assert "roundhouse gateway key" in error["error"]["message"]
     with pytest.raises(anthropic.AuthenticationError):
         Anthropic(base_url=served.daemon.url, api_key="wrong", max_retries=0).messages.create(
             model=served.model, max_tokens=4, messages=HELLO

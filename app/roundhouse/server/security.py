@@ -23,6 +23,8 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 LOOPBACK_ONLY = "the Roundhouse daemon answers only to localhost addresses"
 # Where clients put an OpenAI-style key: the bearer token, or the header some clients send.
 _KEY_HEADERS = (b"authorization", b"x-api-key")
+# Where the gateway serves Anthropic's API: refusals there are in its shape.
+ANTHROPIC_PREFIX = "/v1/messages"
 
 
 def write_token(path: Path) -> str:
@@ -122,6 +124,14 @@ def key_accepted(offered: list[bytes], accepted: Iterable[str]) -> bool:
     )
 
 
+def anthropic_auth_error(message: str) -> JSONResponse:
+    return JSONResponse(
+        {"type": "error", "error": {"type": "authentication_error", "message": message}},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
 def openai_auth_error(message: str) -> JSONResponse:
     return JSONResponse(
         {
@@ -209,9 +219,13 @@ class KeyGuard:
         else:
             message = (
                 "This Roundhouse gateway needs an API key: send it as "
-                "'Authorization: Bearer <key>'. Set one with `roundhouse gateway key "
-                "--generate`."
+                "'Authorization: Bearer <key>' or 'x-api-key: <key>'. Set one with "
+                "`roundhouse gateway key --generate`."
             )
+        if under_prefix(scope["path"], ANTHROPIC_PREFIX):
+            # Anthropic's clients (Claude Code) read their own error shape.
+            await anthropic_auth_error(message)(scope, receive, send)
+            return
         await openai_auth_error(message)(scope, receive, send)
 
 
