@@ -112,3 +112,69 @@ def test_a_parser_the_engine_does_not_register_ends_the_start(
     )
     assert done.returncode == 2
     assert "invalid choice" in done.stderr
+
+
+def _signature(event: dict[str, object]) -> tuple[object, ...]:
+    """The keys, in order, at each level of a chunk or body: what a parser walks."""
+    choices = event.get("choices") or []
+    assert isinstance(choices, list)
+    inner = [
+        (tuple(c), tuple(c.get("delta") or c.get("message") or {}))
+        for c in choices
+        if isinstance(c, dict)
+    ]
+    usage = event.get("usage")
+    timings = event.get("timings")
+    return (
+        tuple(event),
+        tuple(inner),
+        tuple(usage) if isinstance(usage, dict) else None,
+        tuple(timings) if isinstance(timings, dict) else None,
+    )
+
+
+def _sse_events(data: bytes) -> list[dict[str, object]]:
+    blocks = data.decode().split("\n\n")
+    return [json.loads(b[6:]) for b in blocks if b.startswith("data: ") and b != "data: [DONE]"]
+
+
+def test_the_llamacpp_shape_has_a_real_llama_servers_keys_in_its_order(
+    tmp_path: Path, llama_server_binary: Path, tiny_gguf: Path
+) -> None:
+    # The real server's plain replies (the tiny model makes no calls) against the
+    # stand-in's in the llama.cpp shape: same keys, same order, at every level.
+    port = free_port()
+    argv = [str(llama_server_binary), "-m", str(tiny_gguf), "--port", str(port), "-c", "512"]
+    log = (tmp_path / "llama.log").open("wb")
+    real = subprocess.Popen([*argv, "--jinja", "--api-key", KEY], stdout=log, stderr=log)
+    standin = start_standin(
+        "vllm", tmp_path, free_port(), "serve", "m", "--api-key", KEY, "--standin-shape", "llamacpp"
+    )
+    try:
+        server = EngineStandin(real, "127.0.0.1", port, tmp_path, tmp_path / "llama.log")
+        server.personality = "vllm"
+        server.wait_ready(timeout_s=30)
+        body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12}
+        for stream in (False, True):
+            asked = body | {"stream": stream, "temperature": 0}
+            if stream:
+                asked["stream_options"] = {"include_usage": True}
+            real_body = fetch(server, asked)
+            ours = fetch(standin, asked | {"model": "m"})
+            if stream:
+                real_events, our_events = _sse_events(real_body), _sse_events(ours)
+                assert real_body.endswith(b"data: [DONE]\n\n") and ours.endswith(
+                    b"data: [DONE]\n\n"
+                )
+                assert _signature(real_events[0]) == _signature(our_events[0])
+                assert _signature(real_events[1]) == _signature(our_events[1])
+                assert [_signature(e) for e in real_events[-2:]] == [
+                    _signature(e) for e in our_events[-2:]
+                ]
+            else:
+                assert _signature(json.loads(real_body)) == _signature(json.loads(ours))
+    finally:
+        standin.stop()
+        real.terminate()
+        real.wait(timeout=10)
+        log.close()

@@ -3,8 +3,9 @@
 A scripted reply (reasoning, then a tool call or words) is cut into pieces the way a parser
 streams them, and each piece becomes the chunk that engine writes:
 
-- llama.cpp (tools/server/server-task.cpp, server-chat.cpp; nlohmann::json, keys sorted,
-  no spaces): first delta {"role":"assistant","content":null}; reasoning in
+- llama.cpp (tools/server/server-task.cpp, server-chat.cpp; nlohmann::ordered_json, keys
+  in the order the code sets them, no spaces; checked against a real llama-server's plain
+  replies): first delta {"role":"assistant","content":null}; reasoning in
   `reasoning_content`; a tool call's first delta has `id`, `type` and `function.name`, the
   next ones `function.arguments` pieces; the finish chunk has an empty delta; with
   include_usage a last chunk with `choices: []` and `usage`; `timings` on the last chunk.
@@ -105,10 +106,8 @@ def completion_id(shape: str, seed: str) -> str:
 
 
 def dumps(shape: str, payload: object) -> bytes:
-    """As each engine serializes: nlohmann sorts keys; pydantic keeps field order."""
-    return json.dumps(
-        payload, separators=(",", ":"), sort_keys=shape == "llamacpp", ensure_ascii=False
-    ).encode()
+    """As the engines serialize: no spaces, keys in the order they were set."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class Writer:
@@ -243,7 +242,10 @@ class Writer:
             if reply.reasoning:
                 message["reasoning_content"] = reply.reasoning
             if calls:
-                message["tool_calls"] = calls
+                # common_chat_msg::to_json_oaicompat: type, function, then id.
+                message["tool_calls"] = [
+                    {"type": "function", "function": call["function"], "id": self.call_id}
+                ]
             body = {
                 "choices": [{"finish_reason": reply.finish_reason, "index": 0, "message": message}],
                 "created": self.created,
@@ -307,7 +309,7 @@ def usage_for(shape: str, prompt: int, completion: int) -> dict[str, Any]:
             "prompt_tokens": prompt,
             "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": 0},
-        }
+        }  # usage_json_oaicompat's order
     return {
         "prompt_tokens": prompt,
         "total_tokens": prompt + completion,
