@@ -27,6 +27,7 @@ from roundhouse.core.gateway.fields import FieldRefused, MediaRefused
 from roundhouse.core.gateway.sse import relay
 from roundhouse.core.gateway.usage import UsageCounter
 from tests.anthropic_stream import check_stream, parse_sse
+from tests.fixtures import engine_shapes as shapes
 
 TOOLS = [
     {
@@ -567,3 +568,35 @@ def test_an_engines_own_anthropic_stream_is_counted_whole() -> None:
     counted = counter.get("i")
     assert (counted.prompt_tokens, counted.completion_tokens) == (13, 7)
     assert counted.by_api == {"anthropic/passthrough": 1}
+
+
+@pytest.mark.parametrize("kind", shapes.KINDS)
+@pytest.mark.parametrize("shape", shapes.SHAPES)
+def test_each_engines_recorded_stream_and_reply_translate_alike(shape: str, kind: str) -> None:
+    """The stand-in's recorded bytes of each engine (tests/fixtures/engine_shapes), streamed
+    and whole, make the same Anthropic message, with the engine's reasoning, text, call and
+    counts."""
+    streamed = check_stream(parse_sse(_convert([shapes.stream_bytes(shape, kind)])))
+    whole = from_chat(shapes.whole_bytes(shape, kind), "client-name", [])
+    anthropic.types.Message.model_validate(whole)
+    for message in (streamed, whole):
+        kinds = [b["type"] for b in message["content"]]
+        expected = {
+            "tool": ["tool_use"],
+            "reasoning": ["thinking", "text"],
+            "reasoning_tool": ["thinking", "tool_use"],
+        }[kind]
+        assert kinds == expected, (shape, kind, message["content"])
+        if "thinking" in kinds:
+            assert message["content"][0]["thinking"] == shapes.REASONING
+        if "tool_use" in kinds:
+            use = message["content"][-1]
+            assert (use["name"], use["input"]) == (shapes.TOOL_NAME, shapes.ARGUMENTS)
+            assert use["id"] and message["stop_reason"] == "tool_use"
+        else:
+            assert message["content"][-1]["text"].startswith(shapes.CONTENT[:20])
+    assert streamed["content"] == whole["content"]
+    assert streamed["usage"] == whole["usage"]
+    usage = shapes.stream_events(shape, kind)[-1]["usage"]
+    assert streamed["usage"]["output_tokens"] == usage["completion_tokens"]
+    assert streamed["usage"]["input_tokens"] == usage["prompt_tokens"]
