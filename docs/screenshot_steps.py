@@ -73,6 +73,7 @@ async def take_instances(ui: Ui, page: EnginesPage, model: Path, grab: Grab) -> 
     grab("engine-logs.png", widget=logs)
     logs.close()
     await take_metrics(ui, page, grab)
+    await take_use_with(ui, page, grab)
     info = section.selected()
     assert info is not None
     section.stop_selected()
@@ -100,6 +101,20 @@ async def take_metrics(ui: Ui, page: EnginesPage, grab: Grab) -> None:
     await asyncio.sleep(0.8)
     grab("metrics.png", widget=metrics)
     metrics.close()
+
+
+async def take_use_with(ui: Ui, page: EnginesPage, grab: Grab) -> None:
+    """Use with… for the running model: Claude Code's settings (no key set yet: the
+    placeholder, and the note saying what a key changes)."""
+    dialog = page.instances.open_use_with_selected()
+    assert dialog is not None
+    dialog.resize(900, 560)
+    dialog.move(ui.window.x() + 200, ui.window.y() + 110)
+    await wait_until(lambda: dialog.model_combo.count() > 0, 20, "the models")
+    dialog.clients.setCurrentRow(0)
+    await asyncio.sleep(0.8)
+    grab("use-with.png", widget=dialog)
+    dialog.close()
 
 
 EXAMPLE_REPLY = """Start it as a child process and wait for its health check:
