@@ -288,3 +288,25 @@ def test_the_model_defaults_to_the_active_model(env: Env) -> None:
         assert f'model="{MODEL}"' in chosen.stdout
     finally:
         env.run(lambda c: set_active(c, None))
+
+
+def test_an_alias_and_the_default_model_are_names_launch_takes(env: Env) -> None:
+    async def gateway(client: DaemonClient, **changes: Any) -> None:
+        settings = await client.settings()
+        new = settings.gateway.model_copy(update=changes)
+        await client.put_settings(settings.model_copy(update={"gateway": new}))
+
+    env.run(lambda c: gateway(c, aliases={"claude-sonnet-4-5": MODEL}))
+    try:
+        aliased = env.launch("claude", "claude-sonnet-4-5", "--print")
+        assert aliased.returncode == 0, aliased.stderr
+        assert "export ANTHROPIC_MODEL=claude-sonnet-4-5" in aliased.stdout.splitlines()
+        # Any name goes once a default model stands in for unknown ones.
+        refused = env.launch("codex", "gpt-5-codex", "--print")
+        assert refused.returncode == 1 and "not one the gateway knows" in refused.stderr
+        env.run(lambda c: gateway(c, default_model=MODEL))
+        taken = env.launch("codex", "gpt-5-codex", "--print")
+        assert taken.returncode == 0, taken.stderr
+        assert taken.stdout.splitlines()[-1].endswith("""-c 'model="gpt-5-codex"'""")
+    finally:
+        env.run(lambda c: gateway(c, aliases={}, default_model=None))

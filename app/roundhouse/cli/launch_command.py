@@ -118,9 +118,10 @@ async def _ask(home: Home, agent: str, model: str | None, *, serve: bool) -> Gat
         if not chosen:
             fail(NO_MODEL.format(agent=agent), code=2)
         known = {m.id for m in listed.models} | {m.model for m in listed.models if m.model}
-        if chosen not in known and (model is None or not serve):
+        if chosen not in known and not listed.default_model and (model is None or not serve):
             # A launch asks the gateway to serve the name and passes on its words; a print
             # starts nothing, and the active model (a chat setting) may name something gone.
+            # With a default model set, the gateway serves any name: nothing to refuse.
             which = "The model" if model else "The active model"
             fail(f"{which} {chosen!r} is not one the gateway knows. " + _listing(known))
         key = await client.gateway_key()
