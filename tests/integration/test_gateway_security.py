@@ -126,6 +126,13 @@ def _ask(base: str, method: str, path: str, **headers: str) -> httpx.Response:
 
 def _assert_refused(reply: httpx.Response, where: tuple[str, str]) -> None:
     assert reply.status_code == 401, (where, reply.status_code, reply.text)
+    if where[1].startswith("/v1/messages"):
+        # Anthropic's API answers in its own shape (Claude Code reads it).
+        body = reply.json()
+        assert body["type"] == "error", where
+        assert body["error"]["type"] == "authentication_error", where
+        assert body["error"]["message"], where
+        return
     error = reply.json()["error"]
     assert error["type"] == "invalid_request_error", where
     assert error["code"] == "invalid_api_key", where
