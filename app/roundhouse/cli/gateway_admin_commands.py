@@ -26,7 +26,8 @@ def status_view(status: GatewayStatus) -> RenderableType:
         state = Text(listener.error, style="red") if listener.error else Text("listening", "green")
         listeners.add_row(listener.url, "required" if listener.needs_key else "none", state)
     key = (
-        "API key: set (kept in the keyring; not shown again)."
+        "API key: set (kept in the keyring; `roundhouse launch AGENT --print --show-key` "
+        "or the app's Use with… show it)."
         if status.key_set
         else "API key: none. Set one with `roundhouse gateway key --generate`."
     )
@@ -64,7 +65,7 @@ def _print_new_key(answer: GatewayKey, generated: bool) -> None:
 
     console.print(
         f"{'Generated' if generated else 'Set'} the gateway API key. "
-        "It is kept in the keyring and shown only now:",
+        "It is kept in the keyring (the app's Use with… shows it again):",
         highlight=False,
     )
     if generated:
