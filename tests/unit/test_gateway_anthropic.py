@@ -600,3 +600,16 @@ def test_each_engines_recorded_stream_and_reply_translate_alike(shape: str, kind
     usage = shapes.stream_events(shape, kind)[-1]["usage"]
     assert streamed["usage"]["output_tokens"] == usage["completion_tokens"]
     assert streamed["usage"]["input_tokens"] == usage["prompt_tokens"]
+
+
+def test_claude_codes_changing_billing_checksum_is_held_fixed() -> None:
+    """So that the engine's prompt cache holds from one turn to the next (llama.cpp#21793)."""
+    system = [
+        {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.3; cch=1c8b4; x"},
+        {"type": "text", "text": "You are Claude Code. cch=abcde stays."},
+    ]
+    chat = to_chat(_body(system=system))
+    assert chat["messages"][0]["content"] == (
+        "x-anthropic-billing-header: cc_version=2.1.3; cch=fffff; x\n"
+        "You are Claude Code. cch=abcde stays."
+    )

@@ -4,6 +4,7 @@ completions for engines that do not speak it."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,11 @@ BLOCK_TYPES = frozenset(
 # Tools Anthropic's servers run (web search, code execution...) carry a dated `type` and no
 # input_schema: a local engine cannot run them.
 CUSTOM_TOOL_TYPES = frozenset({None, "custom"})
+# Claude Code opens its system prompt with a billing line whose checksum changes with every
+# request (`x-anthropic-billing-header: cc_version=...; cch=1c8b4;`): left so, no engine could
+# reuse its cached prompt from one turn to the next. Held fixed, as llama-server's own
+# endpoint does (ggml-org/llama.cpp#21793).
+_BILLING_CHECKSUM = re.compile(r"(x-anthropic-billing-header:[^\n]*?\bcch=)[0-9a-fA-F]{5}\b")
 
 
 def screen_messages(
@@ -173,7 +179,7 @@ def _tool_choice(choice: object, chat: dict[str, Any]) -> None:
 
 def _chat_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    system = _text_of(body.get("system"))
+    system = _BILLING_CHECKSUM.sub(r"\g<1>fffff", _text_of(body.get("system")))
     if system:
         out.append({"role": "system", "content": system})
     for message in body["messages"]:
