@@ -225,6 +225,23 @@ def _text(content: object) -> str:
     return str(content or "")
 
 
+def _check_tool_turns(message: dict[str, Any]) -> None:
+    """As the engines' request models: a tool message names its call; an assistant's calls
+    are functions with a name and arguments as a JSON string."""
+    if message.get("role") == "tool" and not isinstance(message.get("tool_call_id"), str):
+        raise ApiError(400, "1 validation error: tool message: 'tool_call_id' field required")
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("id"), str)
+            or not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments"), str)
+        ):
+            raise ApiError(400, f"1 validation error: invalid tool call {call!r}")
+
+
 def _unparsed_call(tool: str, think: bool) -> Script:
     """What a model's Hermes-style call looks like when no parser reads it: content."""
     call = json.dumps({"name": tool, "arguments": {"location": "Paris, France"}})
@@ -462,6 +479,7 @@ class Handler(StandinHandler):
             _check(message, "content", (str, list))
         for message in messages:
             self._check_media(message.get("content"))
+            _check_tool_turns(message)
         texts = [_text(m.get("content")) for m in messages]
         job = self._job(body, prompt_tokens(texts), json.dumps(messages, sort_keys=True))
         tool = self._tool_to_call(body)
@@ -481,6 +499,10 @@ class Handler(StandinHandler):
             if not isinstance(function, dict) or not isinstance(function.get("name"), str):
                 raise ApiError(400, f"1 validation error: invalid tool {tool!r}")
         name = first_tool_name(body)
+        last = body["messages"][-1]
+        if last.get("role") == "tool":
+            # The call was answered: the scripted model now answers in words.
+            name = None
         settings = self.engine.settings
         auto = body.get("tool_choice") in (None, "auto")
         if name is None or not auto:

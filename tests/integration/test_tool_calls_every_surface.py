@@ -1,0 +1,174 @@
+"""Tool calls and reasoning round trips through every client API the gateway serves, against
+the strict stand-in in the shapes of llama.cpp, vLLM and SGLang (bytes those engines send),
+streamed and not: the engine's call and thoughts reach the client in the client's terms, and
+the client's tool result reaches the engine as a chat `tool` message after the call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anthropic import Anthropic
+
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import StartRequest
+from roundhouse.api.settings import EngineSettings, Settings
+from tests.daemon_process import DaemonProcess, start_ready
+from tests.fakes.openai_engines.shapes import ARGUMENT_PIECES, REASONING_PIECES
+from tests.fixtures import engine_shapes as shapes
+from tests.fixtures.chat_templates import write_model
+from tests.security.engine_targets import daemon_with, program, sglang_python
+
+SHAPES = ("llamacpp", "vllm", "sglang")
+QUESTION = "What is the weather in Paris?"
+RESULT = "18 degrees and sunny"
+# What the stand-in generates for a call: its thoughts, the name, the argument pieces.
+CALL_TOKENS = len(REASONING_PIECES) + 1 + len(ARGUMENT_PIECES)
+ANTHROPIC_TOOLS = [
+    {
+        "name": shapes.TOOL_NAME,
+        "description": "The weather now in a place.",
+        "input_schema": shapes.TOOLS[0]["function"]["parameters"],
+    }
+]
+
+
+@dataclass
+class Served:
+    daemon: DaemonProcess
+    records: dict[str, Path]  # shape: the requests its engine received (JSON lines)
+
+    def engine_requests(self, shape: str) -> list[dict[str, Any]]:
+        lines = self.records[shape].read_text(encoding="utf-8").splitlines()
+        entries = [json.loads(line) for line in lines]
+        return [
+            json.loads(e["body"])
+            for e in entries
+            if e.get("path", "").endswith("/chat/completions")
+        ]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One daemon with a Qwen3 instance per shape: vLLM's and SGLang's stand-ins, and the
+    vLLM stand-in sending llama.cpp's bytes (so the gateway translates them as a chat
+    engine's; the llama.cpp engine itself would be passed these APIs through)."""
+    work = tmp_path_factory.mktemp("surfaces")
+    program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+    python = sglang_python(work)
+    settings = Settings(models_dir=str(work / "hub"), engines=EngineSettings(python_paths=[python]))
+    records = {shape: work / f"{shape}-requests.jsonl" for shape in SHAPES}
+    requests = []
+    for shape in SHAPES:
+        folder = write_model(work / "models" / shape / "Qwen3-8B", "qwen3")
+        extra = ("--record-requests", str(records[shape]))
+        if shape == "llamacpp":
+            extra += ("--standin-shape", "llamacpp")
+        engine = EngineId.SGLANG if shape == "sglang" else EngineId.VLLM
+        options = InstanceOptions(model=str(folder), served_name=f"q-{shape}", extra_args=extra)
+        requests.append(StartRequest(engine=engine, options=options))
+    with daemon_with(work / "home", settings, [work / "bin"]) as daemon:
+        for request in requests:
+            asyncio.run(start_ready(daemon, request))
+        yield Served(daemon, records)
+
+
+def _anthropic(served: Served) -> Anthropic:
+    return Anthropic(base_url=served.daemon.url, api_key="unused", max_retries=0, timeout=60)
+
+
+def _check_call_reply(content: list[Any], stop_reason: str | None, output_tokens: int) -> str:
+    """The thinking block, then one tool_use with the engine's arguments; its id."""
+    kinds = [block.type for block in content]
+    assert kinds == ["thinking", "tool_use"], kinds
+    assert content[0].thinking == shapes.REASONING
+    call = content[1]
+    assert call.name == shapes.TOOL_NAME
+    assert call.input == shapes.ARGUMENTS
+    assert stop_reason == "tool_use"
+    assert output_tokens == CALL_TOKENS
+    return str(call.id)
+
+
+def _check_engine_saw_the_result(served: Served, shape: str, call_id: str) -> None:
+    """The turn after the call reached the engine as chat completions expect it."""
+    messages = served.engine_requests(shape)[-1]["messages"]
+    assistant, tool = messages[-2], messages[-1]
+    (call,) = assistant["tool_calls"]
+    assert call["id"] == call_id
+    assert call["function"]["name"] == shapes.TOOL_NAME
+    assert json.loads(call["function"]["arguments"]) == shapes.ARGUMENTS
+    assert tool == {"role": "tool", "tool_call_id": call_id, "content": RESULT}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_anthropic_messages_tool_round_trip_whole(served: Served, shape: str) -> None:
+    client = _anthropic(served)
+    question = [{"role": "user", "content": QUESTION}]
+    raw = client.messages.with_raw_response.create(
+        model=f"q-{shape}",
+        max_tokens=256,
+        tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=question,  # type: ignore[arg-type]
+    )
+    # These engines serve no /v1/messages: the gateway translated both ways.
+    assert raw.headers["x-roundhouse-path"] == "translated"
+    first = raw.parse()
+    call_id = _check_call_reply(first.content, first.stop_reason, first.usage.output_tokens)
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": RESULT}
+    second = client.messages.create(
+        model=f"q-{shape}",
+        max_tokens=256,
+        tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=[
+            *question,
+            {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+            {"role": "user", "content": [result]},
+        ],  # type: ignore[arg-type]
+    )
+    assert [b.type for b in second.content] == ["thinking", "text"]
+    assert second.content[1].text == shapes.CONTENT  # type: ignore[union-attr]
+    assert second.stop_reason == "end_turn"
+    _check_engine_saw_the_result(served, shape, call_id)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_anthropic_messages_tool_round_trip_streamed(served: Served, shape: str) -> None:
+    client = _anthropic(served)
+    question = [{"role": "user", "content": QUESTION}]
+    with client.messages.stream(
+        model=f"q-{shape}",
+        max_tokens=256,
+        tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=question,  # type: ignore[arg-type]
+    ) as stream:
+        raw = [event.type for event in stream]
+        first = stream.get_final_message()
+    events = [t for t in raw if t.startswith(("message_", "content_block_"))]
+    # One block at a time, each closed before the next; the message ends once.
+    assert events[0] == "message_start" and events[-2:] == ["message_delta", "message_stop"]
+    blocks = [t for t in events if t in ("content_block_start", "content_block_stop")]
+    assert blocks == ["content_block_start", "content_block_stop"] * 2
+    call_id = _check_call_reply(first.content, first.stop_reason, first.usage.output_tokens)
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": RESULT}
+    with client.messages.stream(
+        model=f"q-{shape}",
+        max_tokens=256,
+        tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=[
+            *question,
+            {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+            {"role": "user", "content": [result]},
+        ],  # type: ignore[arg-type]
+    ) as stream:
+        second = stream.get_final_message()
+    assert [b.type for b in second.content] == ["thinking", "text"]
+    assert second.content[0].thinking == shapes.REASONING  # type: ignore[union-attr]
+    assert second.content[1].text == shapes.CONTENT  # type: ignore[union-attr]
+    assert second.stop_reason == "end_turn"
+    _check_engine_saw_the_result(served, shape, call_id)
