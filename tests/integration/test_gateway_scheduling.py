@@ -316,4 +316,4 @@ def test_roundhouse_run_serves_the_model_and_says_how_to_reach_it(gw: Gw) -> Non
     missing = subprocess.run(
         [*argv[:-1], "no-such-model"], capture_output=True, text=True, timeout=60
     )
-    assert missing.returncode == 1 and "no preset" in missing.stderr
+    assert missing.returncode == 1 and "neither in the model library nor" in missing.stderr

@@ -72,8 +72,14 @@ async def open_models(services: DaemonServices) -> None:
         # A damaged queue costs the download routes (which say why), not the daemon's start.
         log.error("The download queue cannot open: %s", exc)
         services.downloads_error = f"The download queue cannot open: {exc}"
-        return
-    services.downloads = downloads
+    else:
+        services.downloads = downloads
+    try:
+        # The gateway serves the library's models by name from its last scan: one now, so
+        # the first listing (/v1/models, Ollama's /api/tags) has them without waiting.
+        await services.library.scan()
+    except (RoundhouseError, OSError) as exc:
+        log.error("The model library could not be read: %s", exc)
 
 
 async def close_models(services: DaemonServices) -> None:
