@@ -246,3 +246,13 @@ def test_llama_server_gets_jinja_and_the_users_reasoning_format() -> None:
     )
     with pytest.raises(InvalidInputError, match="set it once"):
         build_launch(spec, detected, twice)
+
+
+def test_vllm_before_0_9_also_gets_enable_reasoning(tmp_path: Path) -> None:
+    folder = str(write_model(tmp_path / "Qwen3-8B", "qwen3"))
+    old = found(VLLM).model_copy(update={"version": "0.8.5"})
+    argv = build_launch(catalog().spec(VLLM), old, LaunchParams(model=folder, port=1)).argv
+    assert argv[-3:] == ("--reasoning-parser", "qwen3", "--enable-reasoning")
+    new = found(VLLM).model_copy(update={"version": "0.11.0"})
+    argv = build_launch(catalog().spec(VLLM), new, LaunchParams(model=folder, port=1)).argv
+    assert "--enable-reasoning" not in argv

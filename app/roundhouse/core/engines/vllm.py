@@ -19,7 +19,8 @@ from roundhouse.core.engines.common import (
     require_model,
 )
 from roundhouse.core.engines.extra_args import TRUST_REMOTE_CODE
-from roundhouse.core.engines.tool_parsers import parser_flags
+from roundhouse.core.engines.tool_parsers import REASONING_FLAG, parser_flags
+from roundhouse.core.engines.versions import version_key
 
 HINTS = {
     "reranking": (
@@ -50,8 +51,17 @@ OWNED = (
     "--dtype", "--kv-cache-dtype", "--max-num-seqs", MEDIA_DOMAINS_FLAG,
 )  # fmt: skip
 API_KEY_ENV = "VLLM_API_KEY"
+ENABLE_REASONING = "--enable-reasoning"
 # --allowed-media-domains came with vLLM 0.11.0 (its fix for CVE-2025-6242).
 MEDIA_DOMAINS_SINCE = "0.11.0"
+
+
+def _for_version(parsers: list[str], version: str | None) -> list[str]:
+    """vLLM 0.7.1-0.8.x read --reasoning-parser only beside --enable-reasoning, which 0.9
+    deprecated and 0.10 removed (an unknown version is taken as current)."""
+    if REASONING_FLAG in parsers and version and version_key(version) < version_key("0.9.0"):
+        return [*parsers, ENABLE_REASONING]
+    return parsers
 
 
 def build(
@@ -81,7 +91,7 @@ def build(
     argv += media
     # Without a tool-call parser vLLM answers a request with `tools` 400.
     parsers, notes = parser_flags(spec, params, model, extras.hf_hub_cache)
-    argv += parsers
+    argv += _for_version(parsers, detected.version)
     argv += params.extra_args
     env = hub_env([model], extras)
     if media:
