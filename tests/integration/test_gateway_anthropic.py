@@ -375,3 +375,30 @@ def test_a_foreign_origin_or_host_is_refused(served: Served) -> None:
         assert reply.status_code == 403, (route, reply.text)
         reply = served.post(route, body, host="evil.example")
         assert reply.status_code == 403, (route, reply.text)
+
+
+def test_an_engines_own_error_comes_in_anthropics_shape(served: Served, path: str) -> None:
+    """llama-server refuses an image for a model without vision, in OpenAI's shape on its
+    chat completions and its own on /v1/messages: the client gets Anthropic's either way."""
+    pixel = (
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+        "AAAABJRU5ErkJggg=="
+    )
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": pixel},
+    }
+    reply = served.post(
+        "/v1/messages",
+        {
+            "model": served.model,
+            "max_tokens": 4,
+            "messages": [{"role": "user", "content": [image, {"type": "text", "text": "What?"}]}],
+        },
+    )
+    assert 400 <= reply.status_code < 600 and reply.status_code != 200, reply.text
+    assert reply.headers[PATH_HEADER] == path
+    body = reply.json()
+    assert body["type"] == "error", body
+    assert body["error"]["type"] in ("invalid_request_error", "api_error"), body
+    assert "image" in body["error"]["message"], body
