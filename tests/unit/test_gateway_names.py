@@ -5,6 +5,7 @@ that never cut an id."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -13,13 +14,14 @@ from rich.console import Console
 from roundhouse.api.engines import EngineId, InstanceOptions, ModelFormat
 from roundhouse.api.fit import AdviceKind, FitAdvice, FitEngine, FitReport, FitVerdict
 from roundhouse.api.instances import Preset
-from roundhouse.api.library import LibraryModel, LibrarySource
+from roundhouse.api.library import LibraryList, LibraryModel, LibrarySource
 from roundhouse.api.settings import GatewaySettings
 from roundhouse.cli.tables import Column, fitted
 from roundhouse.core.errors import InvalidInputError
 from roundhouse.core.gateway.aliases import check_aliases
 from roundhouse.core.gateway.launch import Launch, choose_launch
 from roundhouse.core.gateway.library import (
+    LibraryStartables,
     Startable,
     combined,
     engine_for,
@@ -237,3 +239,46 @@ def test_a_library_start_is_planned_when_it_starts() -> None:
     assert calls == []
     launch = asyncio.run(entry.launch())
     assert calls == ["planned"] and launch.request.options.served_name == "a"
+
+
+class _Library:
+    """The library as the gateway reads it: its last scan and a count of scans."""
+
+    def __init__(self, models: list[LibraryModel]) -> None:
+        self.models = models
+        self.last: LibraryList | None = None
+        self.generation = 0
+        self.scans = 0
+
+    async def scan(self) -> LibraryList:
+        self.scans += 1
+        self.generation += 1
+        named = served_ids(self.models)
+        self.last = LibraryList(
+            models=[m.model_copy(update={"served_id": named[m.id]}) for m in self.models],
+            places=[],
+            scanned_at=datetime.now(UTC),
+            scan_seconds=0.0,
+        )
+        return self.last
+
+
+def test_the_library_is_read_from_its_last_scan_and_rebuilt_only_after_another() -> None:
+    library = _Library([_model("a1", "/m/tiny.gguf")])
+    source = LibraryStartables(lambda: library, lambda: None)
+    assert source() == []  # never scanned: nothing yet, and no scan per call
+    assert library.scans == 0
+    assert asyncio.run(source.refresh())
+    first = source()
+    assert [s.id for s in first] == ["tiny"] and first[0].preset is None
+    assert "a1" in first[0].names and "/m/tiny.gguf" in first[0].names
+    for _ in range(100):
+        assert source() is first  # the same list, not rebuilt per request
+    assert library.scans == 1
+    library.models.append(_model("b2", "/m/other.gguf"))
+    asyncio.run(library.scan())
+    assert [s.id for s in source()] == ["tiny", "other"]
+    # Without the estimate, the start still says what it chose and why.
+    launch = asyncio.run(source()[0].launch())
+    assert launch.request.options.served_name == "tiny"
+    assert "could not size" in launch.why
