@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +166,28 @@ def test_llama_server_answers_tools_through_its_jinja_template(
         assert chunks[-1].usage is not None
         finishes = [c.finish_reason for ch in chunks for c in ch.choices if c.finish_reason]
         assert len(finishes) == 1
+
+
+def test_the_cli_chooses_llama_servers_reasoning_format_and_refuses_a_tool_parser(
+    tmp_path: Path, llama_server_binary: Path, tiny_gguf: Path
+) -> None:
+    with running_daemon(tmp_path / "home", env=path_with(llama_server_binary)) as daemon:
+        root = daemon.home.root
+        assert root is not None
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines", *args]
+            env = {**os.environ, "COLUMNS": "200"}
+            return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+        model = ("-m", str(tiny_gguf), "-c", "512")
+        refused = cli("start", "llama.cpp", *model, "--tool-parser", "hermes")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert "Jinja chat template" in refused.stderr
+        wrong = cli("start", "llama.cpp", *model, "--reasoning-parser", "qwen3")
+        assert wrong.returncode == 1 and "deepseek" in wrong.stderr
+        started = cli("start", "llama.cpp", *model, "--reasoning-parser", "none", "--json")
+        assert started.returncode == 0, started.stderr
+        argv = json.loads(started.stdout)["argv"]
+        assert argv[argv.index("--reasoning-format") + 1] == "none"
+        assert cli("stop", "--all").returncode == 0
