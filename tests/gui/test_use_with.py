@@ -5,6 +5,7 @@ instance, it names that instance's model; every client of the shared table shows
 from __future__ import annotations
 
 import asyncio
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,3 +113,46 @@ def test_use_with_shows_each_clients_settings_for_the_chosen_model(
         qloop.run_until_complete(scenario())
     finally:
         qloop.run_until_complete(ui.bridge.aclose())
+
+
+def test_use_with_from_the_library_names_the_models_short_id(
+    ui: Ui, qloop: qasync.QEventLoop, tiny_gguf: Path, home_root: Path, tmp_path: Path
+) -> None:
+    from roundhouse.gui.pages.models_page import ModelsPage
+    from tests.processes import free_port
+
+    env = {
+        **keyring_env(tmp_path),
+        "HF_HOME": str(tmp_path / "hf"),
+        # No Ollama answers there: the library holds the imported file only.
+        "OLLAMA_HOST": f"127.0.0.1:{free_port()}",
+    }
+
+    async def scenario() -> None:
+        page = ui.window.show_page("Models")
+        assert isinstance(page, ModelsPage)
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        library = page.library
+        page.show_tab(page.tabs.indexOf(library))
+        library.import_file(str(tiny_gguf))
+        await wait_until(lambda: library.models.rowCount() == 1, 20, "the imported model")
+        model = library.find(lambda m: True)
+        assert model is not None and model.served_id
+        assert not library.use_button.isEnabled(), "nothing chosen yet"
+        assert library.select_model(model.id) and library.use_button.isEnabled()
+        library.use_button.click()
+        dialog = library.use_with_dialog
+        assert dialog is not None and dialog.isVisible()
+        await wait_until(lambda: dialog.model_combo.count() > 0, 10, "the models")
+        # No preset and nothing running: the library model is served by its short name.
+        assert dialog.model_combo.currentText() == model.served_id
+        lines = dialog.settings_text(revealed=False).splitlines()
+        assert f"export ANTHROPIC_MODEL={shlex.quote(model.served_id)}" in lines
+        dialog.close()
+
+    with running_daemon(home_root, env=env):
+        try:
+            qloop.run_until_complete(scenario())
+        finally:
+            qloop.run_until_complete(ui.bridge.aclose())

@@ -25,6 +25,7 @@ from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.start_dialog import StartDialog
+from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
 from roundhouse.gui.widgets.models_calls import ModelsCalls
@@ -67,6 +68,7 @@ class LibraryView(QWidget):
         self.confirm_box: QMessageBox | None = None
         self.file_dialog: QFileDialog | None = None
         self.start_dialog: StartDialog | None = None
+        self.use_with_dialog: UseWithDialog | None = None
         self.last_deleted: DeleteResult | None = None
 
         self.models = BadgeTableModel(HEADERS, frozenset({4, 6, 7}), self)
@@ -85,10 +87,16 @@ class LibraryView(QWidget):
         self.start_button = QPushButton("Start…")
         self.start_button.setToolTip("Start an engine with this model")
         self.start_button.clicked.connect(self.start_selected)
+        self.use_button = QPushButton("Use with…")
+        self.use_button.setToolTip(
+            "Settings that point coding agents, SDKs and apps at this model through the gateway"
+        )
+        self.use_button.clicked.connect(self.open_use_with_selected)
         buttons = QHBoxLayout()
         for button in (self.refresh_button, self.import_button, self.delete_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
+        buttons.addWidget(self.use_button)
         buttons.addWidget(self.start_button)
         self.status_label = QLabel("Not listed yet.")
         self.status_label.setObjectName("hint")
@@ -186,6 +194,25 @@ class LibraryView(QWidget):
         """The first model listed for which `predicate(model)` holds."""
         models = self.listed.models if self.listed else []
         return next((m for m in models if predicate(m)), None)
+
+    def open_use_with_selected(self) -> UseWithDialog | None:
+        """Use with… for the chosen model, by the name requests use for it (ADR 24)."""
+        model = self.selected()
+        if model is None:
+            return None
+        if self.use_with_dialog is not None:
+            self.use_with_dialog.close()
+        dialog = UseWithDialog(self._bridge, model.served_id or model.id, self.window())
+        dialog.finished.connect(self._on_use_with_dialog_finished)
+        self.use_with_dialog = dialog
+        # open(), not exec(): a nested event loop would stall qasync's tasks.
+        dialog.open()
+        return dialog
+
+    def _on_use_with_dialog_finished(self) -> None:
+        dialog, self.use_with_dialog = self.use_with_dialog, None
+        if dialog is not None:
+            dialog.deleteLater()
 
     # -- import -------------------------------------------------------------------------
 
@@ -333,3 +360,4 @@ class LibraryView(QWidget):
         self.import_button.setEnabled(idle)
         self.delete_button.setEnabled(idle and chosen)
         self.start_button.setEnabled(connected and chosen)
+        self.use_button.setEnabled(connected and chosen)
