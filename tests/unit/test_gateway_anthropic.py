@@ -613,3 +613,20 @@ def test_claude_codes_changing_billing_checksum_is_held_fixed() -> None:
         "x-anthropic-billing-header: cc_version=2.1.3; cch=fffff; x\n"
         "You are Claude Code. cch=abcde stays."
     )
+
+
+def test_a_tool_results_own_blocks_may_be_of_any_type_but_images_are_checked() -> None:
+    inner = [
+        {"type": "tool_reference", "tool_name": "grep"},
+        {"type": "text", "text": "found"},
+        "a stray string",
+    ]
+    result = {"type": "tool_result", "tool_use_id": "t", "content": inner}
+    body = _body(messages=[{"role": "user", "content": [result]}])
+    assert screen_messages(body, []) == []
+    assert to_chat(body)["messages"] == [{"role": "tool", "tool_call_id": "t", "content": "found"}]
+    sourceless = {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image"}]}
+    with pytest.raises(BadRequest, match="needs a source"):
+        screen_messages(_body(messages=[{"role": "user", "content": [sourceless]}]), [])
+    with pytest.raises(BadRequest, match="needs a source"):
+        screen_messages(_body(messages=[{"role": "user", "content": [{"type": "image"}]}]), [])

@@ -86,11 +86,25 @@ def _blocks(blocks: list[Any], where: str, domains: Sequence[str]) -> None:
                 f"gateway takes {', '.join(sorted(BLOCK_TYPES))}."
             )
         source = block.get("source")
-        if isinstance(source, dict):
+        if block["type"] in ("image", "document"):
+            if not isinstance(source, dict):
+                raise BadRequest(f"{at}.source: an {block['type']} needs a source.")
             _source(block["type"], source, f"{at}.source", domains)
         inner = block.get("content")
         if block["type"] == "tool_result" and isinstance(inner, list):
-            _blocks(inner, f"{at}.content", domains)
+            _result_blocks(inner, f"{at}.content", domains)
+
+
+def _result_blocks(blocks: list[Any], where: str, domains: Sequence[str]) -> None:
+    """A tool result's own blocks: any type a client's tools return (newer clients add
+    their own, such as tool references); only their text and images reach a translated
+    request, and every image's source is checked."""
+    for j, block in enumerate(blocks):
+        if isinstance(block, dict) and block.get("type") == "image":
+            source = block.get("source")
+            if not isinstance(source, dict):
+                raise BadRequest(f"{where}.{j}.source: an image needs a source.")
+            _source("image", source, f"{where}.{j}.source", domains)
 
 
 def _source(kind: str, source: dict[str, Any], where: str, domains: Sequence[str]) -> None:
@@ -251,7 +265,9 @@ def _user(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
             if isinstance(inner, list):
                 # Images a tool returned: the model sees them in the user turn that follows.
-                parts.extend(_image(b) for b in inner if b.get("type") == "image")
+                parts.extend(
+                    _image(b) for b in inner if isinstance(b, dict) and b.get("type") == "image"
+                )
         elif kind == "text" and isinstance(block.get("text"), str):
             parts.append({"type": "text", "text": block["text"]})
         elif kind == "image":
