@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from roundhouse.api.instances import StartRequest
 from roundhouse.api.settings import EngineSettings, Settings
 from tests.daemon_process import path_with, running_daemon, start_ready
 from tests.fixtures import engine_shapes as shapes
-from tests.fixtures.chat_templates import write_model
+from tests.fixtures.chat_templates import template, write_model
 from tests.security.engine_targets import daemon_with, program, sglang_python
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -191,3 +192,45 @@ def test_the_cli_chooses_llama_servers_reasoning_format_and_refuses_a_tool_parse
         argv = json.loads(started.stdout)["argv"]
         assert argv[argv.index("--reasoning-format") + 1] == "none"
         assert cli("stop", "--all").returncode == 0
+
+
+def test_mlx_takes_tools_with_a_tool_calling_template(
+    tmp_path: Path, mlx_python: str, tiny_hf_model: Path
+) -> None:
+    # mlx_lm.server picks its tool parser from the chat template: the tiny model given
+    # Qwen2.5's (Hermes <tool_call>) template has one; its output is nonsense, the request
+    # and the reply are still well formed.
+    folder = tmp_path / "tiny-tools"
+    shutil.copytree(tiny_hf_model, folder)
+    tokenizer_config = folder / "tokenizer_config.json"
+    config = json.loads(tokenizer_config.read_text(encoding="utf-8"))
+    config["chat_template"] = template("qwen2.5")
+    tokenizer_config.write_text(json.dumps(config), encoding="utf-8")
+    settings = Settings(
+        models_dir=str(tmp_path / "hub"), engines=EngineSettings(python_paths=[mlx_python])
+    )
+    (tmp_path / "hub").mkdir()
+    options = InstanceOptions(model=str(folder))
+    with daemon_with(tmp_path / "home", settings, []) as daemon:
+        info = asyncio.run(
+            start_ready(daemon, StartRequest(engine=EngineId.MLX, options=options), 120)
+        )
+        assert not {"--tool-call-parser", "--reasoning-parser"} & set(info.argv)
+        client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        for stream in (False, True):
+            reply = client.chat.completions.create(
+                model=info.models[0],
+                messages=MESSAGES,  # type: ignore[arg-type]
+                tools=shapes.TOOLS,  # type: ignore[arg-type]
+                max_tokens=16,
+                temperature=0,
+                stream=stream,
+            )
+            if stream:
+                chunks = list(reply)  # type: ignore[arg-type]
+                assert any(c.choices and c.choices[0].finish_reason for c in chunks)
+            else:
+                assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")  # type: ignore[union-attr]
+        assert info.log_path is not None
+        # What mlx_lm.server logs when a model's template gives it no tool parser.
+        assert "does not support tool calling" not in Path(info.log_path).read_text("utf-8")
