@@ -79,7 +79,8 @@ def env(
     found = Env(daemon, root, agents, tmp)
     try:
         path = str(models / f"{MODEL}.gguf")
-        options = InstanceOptions(model=path, ctx_size=512, parallel=1)
+        # The SDK snippets ask for up to 1024 tokens: the whole context of the tiny model.
+        options = InstanceOptions(model=path, ctx_size=2048, parallel=1)
         preset = Preset(engine=EngineId.LLAMA_CPP, model=path, options=options)
         found.run(lambda c: c.save_preset(preset))
         yield found
@@ -310,3 +311,25 @@ def test_an_alias_and_the_default_model_are_names_launch_takes(env: Env) -> None
         assert taken.stdout.splitlines()[-1].endswith("""-c 'model="gpt-5-codex"'""")
     finally:
         env.run(lambda c: gateway(c, aliases={}, default_model=None))
+
+
+@pytest.mark.parametrize("client_id", ["openai-python", "anthropic-python"])
+def test_the_sdk_snippets_the_app_shows_run_against_the_gateway(env: Env, client_id: str) -> None:
+    from roundhouse.api.clients import GatewayTarget, client_table, client_text
+
+    env.run(lambda c: c.serve_model(MODEL))
+    env.run(lambda c: c.set_gateway_key(KEY))
+    try:
+        target = GatewayTarget(root=env.daemon.url, key=KEY, model=MODEL)
+        snippet = client_text(client_table()[client_id], target)
+        done = subprocess.run(
+            [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        wrong = snippet.replace(KEY, "rh-not-the-key-0123456789")
+        refused = subprocess.run(
+            [sys.executable, "-c", wrong], capture_output=True, text=True, timeout=120
+        )
+        assert refused.returncode == 1 and "401" in refused.stderr, refused.stderr
+    finally:
+        env.run(lambda c: c.clear_gateway_key())
