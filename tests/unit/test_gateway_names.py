@@ -13,6 +13,7 @@ from rich.console import Console
 
 from roundhouse.api.engines import EngineId, InstanceOptions, ModelFormat
 from roundhouse.api.fit import AdviceKind, FitAdvice, FitEngine, FitReport, FitVerdict
+from roundhouse.api.gateway import GatewayModel, ModelState
 from roundhouse.api.instances import Preset
 from roundhouse.api.library import LibraryList, LibraryModel, LibrarySource
 from roundhouse.api.settings import GatewaySettings
@@ -29,6 +30,7 @@ from roundhouse.core.gateway.library import (
     from_presets,
     listed_id,
 )
+from roundhouse.core.gateway.listing import Listed, with_aliases
 from roundhouse.core.gateway.router import short_name
 from roundhouse.core.models.library.names import served_ids
 
@@ -282,3 +284,17 @@ def test_the_library_is_read_from_its_last_scan_and_rebuilt_only_after_another()
     launch = asyncio.run(source()[0].launch())
     assert launch.request.options.served_name == "tiny"
     assert "could not size" in launch.why
+
+
+def test_aliases_are_listed_with_their_targets_engine_and_where_requests_go() -> None:
+    listed = [
+        Listed(GatewayModel(id="qwen", engine=EngineId.VLLM, state=ModelState.STARTABLE)),
+        Listed(GatewayModel(id="tiny", engine=EngineId.LLAMA_CPP, state=ModelState.STARTABLE)),
+    ]
+    out = with_aliases(listed, {"claude-sonnet-4-5": "qwen", "gone": "nothing", "tiny": "qwen"})
+    by_id = {entry.model.id: entry.model for entry in out}
+    assert by_id["claude-sonnet-4-5"].alias_of == "qwen"
+    assert by_id["claude-sonnet-4-5"].engine == EngineId.VLLM
+    assert "gone" not in by_id  # its target is not here
+    # An alias older than a model of its name takes its requests: listed in its place.
+    assert by_id["tiny"].alias_of == "qwen" and len(out) == 3

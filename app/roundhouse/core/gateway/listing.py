@@ -92,12 +92,12 @@ def list_models(
 def with_aliases(listed: list[Listed], aliases: Mapping[str, str]) -> list[Listed]:
     """The listing, then each alias as a model of its own, served as its target is. An
     alias whose target nothing lists or starts is left out (`roundhouse gateway alias ls`
-    shows it)."""
+    shows it). An alias saved before a model of its name appeared takes that name's
+    requests (aliases resolve first), so it is listed in that model's place: the listing
+    says where a request goes."""
     by_id = {entry.model.id: entry for entry in listed}
-    out = list(listed)
+    out = [entry for entry in listed if entry.model.id not in aliases]
     for alias, target in aliases.items():
-        if alias in by_id:
-            continue
         found = by_id.get(target) or next(
             (e for e in listed if e.instance and target in names_of(e.instance)), None
         )
