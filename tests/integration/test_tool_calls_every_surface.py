@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from anthropic import Anthropic
+from openai import OpenAI
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import StartRequest
@@ -171,4 +172,59 @@ def test_anthropic_messages_tool_round_trip_streamed(served: Served, shape: str)
     assert second.content[0].thinking == shapes.REASONING  # type: ignore[union-attr]
     assert second.content[1].text == shapes.CONTENT  # type: ignore[union-attr]
     assert second.stop_reason == "end_turn"
+    _check_engine_saw_the_result(served, shape, call_id)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_openai_chat_tool_round_trip(served: Served, shape: str, stream: bool) -> None:
+    client = OpenAI(base_url=served.daemon.url + "/v1", api_key="unused", max_retries=0)
+    question: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+    field = "reasoning" if shape == "vllm" else "reasoning_content"
+    if stream:
+        chunks = list(
+            client.chat.completions.create(
+                model=f"q-{shape}",
+                messages=question,  # type: ignore[arg-type]
+                tools=shapes.TOOLS,  # type: ignore[arg-type]
+                stream=True,
+            )
+        )
+        deltas = [c.choices[0].delta for c in chunks if c.choices]
+        calls = [call for d in deltas for call in d.tool_calls or []]
+        call_id = next(c.id for c in calls if c.id)
+        arguments = "".join(c.function.arguments or "" for c in calls if c.function)
+        reasoning = "".join((d.model_extra or {}).get(field) or "" for d in deltas)
+        finish = [c.choices[0].finish_reason for c in chunks if c.choices][-1]
+    else:
+        whole = client.chat.completions.create(
+            model=f"q-{shape}",
+            messages=question,  # type: ignore[arg-type]
+            tools=shapes.TOOLS,  # type: ignore[arg-type]
+        )
+        message = whole.choices[0].message
+        assert message.tool_calls is not None
+        call_id = message.tool_calls[0].id
+        arguments = message.tool_calls[0].function.arguments  # type: ignore[union-attr]
+        reasoning = (message.model_extra or {})[field]
+        finish = whole.choices[0].finish_reason
+    assert json.loads(arguments) == shapes.ARGUMENTS
+    assert reasoning == shapes.REASONING
+    assert finish == "tool_calls"
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": shapes.TOOL_NAME, "arguments": arguments},
+    }
+    answer = client.chat.completions.create(
+        model=f"q-{shape}",
+        messages=[
+            *question,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": RESULT},
+        ],  # type: ignore[arg-type]
+        tools=shapes.TOOLS,  # type: ignore[arg-type]
+    )
+    assert answer.choices[0].message.content == shapes.CONTENT
+    assert answer.choices[0].finish_reason == "stop"
     _check_engine_saw_the_result(served, shape, call_id)
