@@ -185,6 +185,18 @@ class Arm:
 async def _one(
     http: httpx.AsyncClient, url: str, body: dict[str, Any], surface: Surface, chat: bool
 ) -> Sample:
+    try:
+        return await _one_try(http, url, body, surface, chat)
+    except httpx.RemoteProtocolError:
+        # llama-server (cpp-httplib) closes a kept-alive connection after a few requests
+        # without saying so; the next request on it fails unanswered. Sent again, on every
+        # path alike (the gateway does the same on its side).
+        return await _one_try(http, url, body, surface, chat)
+
+
+async def _one_try(
+    http: httpx.AsyncClient, url: str, body: dict[str, Any], surface: Surface, chat: bool
+) -> Sample:
     """One streamed request; `chat`: the reply is chat completions' SSE (a direct baseline
     of a translated surface), else the surface's own stream."""
     is_content = _chat_content if chat else surface.is_content
