@@ -422,6 +422,28 @@ class Handler(StandinHandler):
     def before_generate(self) -> None:
         """Hook: wait, hang or refuse before generating (the engines differ)."""
 
+    def tokenize(self, raw: bytes) -> None:
+        """vLLM's `POST /tokenize` (a `prompt`, or a chat's `messages` rendered and counted)
+        and SGLang's `POST /v1/tokenize` (a `prompt` only): `{"tokens", "count",
+        "max_model_len"}`, counted as chat and completions count the prompt here."""
+        body = self.json_body(raw)
+        settings = self.engine.settings
+        given = _check(body, "model", str)
+        if given and given not in settings.served_names:
+            raise ApiError(404, f"The model `{given}` does not exist.", "NotFoundError")
+        messages = body.get("messages")
+        if messages is not None and settings.personality == "vllm":
+            if not isinstance(messages, list):
+                raise ApiError(400, "1 validation error: 'messages' should be a valid list")
+            count = prompt_tokens([_text(m.get("content")) for m in messages])
+        else:
+            prompt = body.get("prompt")
+            if not isinstance(prompt, str):
+                raise ApiError(400, "1 validation error: 'prompt' field required")
+            count = max(len(prompt.split()), 1)
+        answer = {"count": count, "max_model_len": settings.max_model_len}
+        self.send_json(200, answer | {"tokens": list(range(count))})
+
     def _job(self, body: dict[str, Any], prompt: int, key: str) -> Job:
         settings = self.engine.settings
         given = _check(body, "model", str)
@@ -445,6 +467,13 @@ class Handler(StandinHandler):
         _check(body, "stop", (str, list))
         ignore_eos = _check(body, "ignore_eos", bool) is True
         room = settings.max_model_len - prompt
+        if room < 0:
+            raise ApiError(
+                400,
+                f"This model's maximum context length is {settings.max_model_len} tokens. "
+                f"However, your request has {prompt} input tokens. Please reduce the length "
+                "of the input messages.",
+            )
         if limit is not None and limit > room:
             raise ApiError(
                 400,
@@ -667,6 +696,7 @@ class VllmHandler(Handler):
             return {
                 "/v1/chat/completions": self.chat,
                 "/v1/completions": self.completions,
+                "/tokenize": self.tokenize,
                 "/ping": self.health,
             }
         return {}
@@ -712,7 +742,12 @@ class SglangHandler(Handler):
                 routes["/metrics"] = self.metrics
             return routes
         if method == "POST":
-            return {"/v1/chat/completions": self.chat, "/v1/completions": self.completions}
+            return {
+                "/v1/chat/completions": self.chat,
+                "/v1/completions": self.completions,
+                "/v1/tokenize": self.tokenize,
+                "/tokenize": self.tokenize,
+            }
         return {}
 
     def health(self, raw: bytes) -> None:
