@@ -19,10 +19,10 @@ from roundhouse.core.gateway.budget import (
     Ask,
     ContextBudget,
     asked,
-    context_shift_off,
     fits_uncounted,
     refusal,
 )
+from roundhouse.core.gateway.budget_engines import context_shift_off
 from roundhouse.core.gateway.errors import ContextTooLong
 from roundhouse.core.gateway.fields import CHAT, COMPLETIONS, EMBEDDINGS
 from roundhouse.core.gateway.upstream import Upstream
@@ -268,8 +268,12 @@ def test_a_restarted_instance_is_asked_again_and_other_engines_are_not_asked() -
     async def test(check: Check, info: InstanceInfo) -> None:
         await check(info, _chat("a", max_tokens=1))
         await check(info.model_copy(update={"pid": 4242}), _chat("a", max_tokens=1))
-        vllm = info.model_copy(update={"engine": EngineId.VLLM})
-        await check(vllm, _chat("a" * 1000, max_tokens=10_000))
+        # Ollama cannot count, mlx_lm.server has no limit: neither is asked anything.
+        before = list(engine.calls)
+        for other in (EngineId.OLLAMA, EngineId.MLX):
+            unchecked = info.model_copy(update={"engine": other})
+            await check(unchecked, _chat("a" * 1000, max_tokens=10_000))
+        assert engine.calls == before
 
     _against(engine, test)
     assert engine.calls.count("/props") == 2
