@@ -44,7 +44,9 @@ def test_run_compare_export_delete(
         # One engine thread: more would starve the app's loop on a 2-core machine.
         options = InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=2, threads=1)
         request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
-        model = (await start_ready(llama_daemon, request, READY_S)).models[0]
+        await start_ready(llama_daemon, request, READY_S)
+        # Listed by the file's stem, never its path.
+        model = tiny_gguf.stem
         page = ui.window.show_page(BenchPage.title)
         assert isinstance(page, BenchPage)
         ui.bridge.start()
