@@ -1,0 +1,1 @@
+"""Ollama's API (`/api/chat`, `/api/generate`, `/api/embed`...) translated for every engine."""
