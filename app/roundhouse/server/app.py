@@ -16,9 +16,10 @@ from roundhouse.server.routes.chats import router as chats_router
 from roundhouse.server.routes.disk import router as disk_router
 from roundhouse.server.routes.downloads import router as downloads_router
 from roundhouse.server.routes.fit import router as fit_router
-from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
+from roundhouse.server.routes.gateway import install_gateway
 from roundhouse.server.routes.gateway_admin import router as gateway_admin_router
 from roundhouse.server.routes.gateway_control import router as gateway_control_router
+from roundhouse.server.routes.gateway_ollama import GATEWAY_PATHS
 from roundhouse.server.routes.hub import router as hub_router
 from roundhouse.server.routes.library import router as library_router
 from roundhouse.server.routes.metrics import prometheus_router
@@ -65,8 +66,9 @@ def create_app(services: DaemonServices, hosts: Iterable[str] = ()) -> FastAPI:
     app.include_router(api)
     app.include_router(prometheus_router)
 
-    # Inner first. /v1 needs the gateway key once one is set, and every path needs it from a
-    # peer beyond loopback; the daemon's token, which the app and the CLI hold, works too.
+    # Inner first. /v1 and Ollama's /api/... routes need the gateway key once one is set,
+    # and every path needs it from a peer beyond loopback; the daemon's token, which the app
+    # and the CLI hold, works too.
     # CORS before the key, so a preflight needs none; the request guard before both, so a
     # web page's request (a foreign Origin, a text/plain POST) or an oversize body is
     # refused before anything else looks at it (docs/adr/0022-listener-guards.md).
@@ -75,9 +77,9 @@ def create_app(services: DaemonServices, hosts: Iterable[str] = ()) -> FastAPI:
         KeyGuard,
         key=lambda: services.gateway_key.current,
         also=lambda: services.token,
-        prefix=GATEWAY_PREFIX,
+        prefix=GATEWAY_PATHS,
     )
-    app.add_middleware(GatewayCors, origins=origins, prefix=GATEWAY_PREFIX)
+    app.add_middleware(GatewayCors, origins=origins, prefix=GATEWAY_PATHS)
     app.add_middleware(RequestGuard, origins=origins, control_prefixes=CONTROL_PREFIXES)
     app.add_middleware(HostGuard, allowed=LOOPBACK_HOSTS | {h.lower() for h in hosts})
     return app

@@ -24,6 +24,7 @@ from roundhouse.server.http_limits import listener_config
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.request_guard import RequestGuard, origins_for
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
+from roundhouse.server.routes.gateway_ollama import GATEWAY_PATHS
 from roundhouse.server.security import (
     GatewayCors,
     HostGuard,
@@ -52,7 +53,7 @@ def create_gateway_app(services: DaemonServices, allowed_hosts: frozenset[str]) 
     # even where the listener itself is on loopback (behind a local proxy that says so).
     origins = origins_for(services)
     app.add_middleware(KeyGuard, key=lambda: services.gateway_key.current)
-    app.add_middleware(GatewayCors, origins=origins, prefix=GATEWAY_PREFIX)
+    app.add_middleware(GatewayCors, origins=origins, prefix=GATEWAY_PATHS)
     app.add_middleware(RequestGuard, origins=origins)
     app.add_middleware(
         HostGuard,

@@ -3,6 +3,7 @@ from (Origin, Sec-Fetch-Site), a JSON body on the gateway's POSTs, and a bounded
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable
 
@@ -10,7 +11,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from roundhouse.server.problems import problem_response
-from roundhouse.server.security import allowed_origins
+from roundhouse.server.security import allowed_origins, is_ollama_path
 from roundhouse.server.services import DaemonServices
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ GATEWAY_BODY_LIMIT = 64 * MIB
 # its longest messages (2 million characters each, up to 4 bytes a character) included.
 CONTROL_BODY_LIMIT = 32 * MIB
 # Paths that are the daemon's own (token-checked) API, answered to no web page at all.
-# Every other path counts as the gateway's: /v1 today, the Ollama-style /api/... later.
+# Every other path counts as the gateway's: /v1, and Ollama's /api/chat, /api/tags...
 CONTROL_PREFIXES = ("/api/v1", "/metrics")
 # A browser sends these on requests another site's page makes; no SDK sends them.
 _FOREIGN_SITES = frozenset({b"cross-site", b"same-site"})
@@ -73,6 +74,15 @@ def _openai_refusal(status: int, message: str, code: str) -> JSONResponse:
     # The gateway's clients are OpenAI SDKs: the shape they show as an error.
     error = {"message": message, "type": "invalid_request_error", "param": None, "code": code}
     return JSONResponse({"error": error}, status_code=status)
+
+
+def _in_shape(refusal: JSONResponse, path: str) -> JSONResponse:
+    """A gateway refusal in the shape of the API asked: Ollama's clients read `{"error":
+    "..."}`, every other the OpenAI shape it was made in."""
+    if not is_ollama_path(path):
+        return refusal
+    message = json.loads(bytes(refusal.body))["error"]["message"]
+    return JSONResponse({"error": message}, status_code=refusal.status_code)
 
 
 class RequestGuard:
@@ -150,6 +160,8 @@ class RequestGuard:
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
+            if not control:
+                refusal = _in_shape(refusal, scope["path"])
             await refusal(scope, receive, send)
 
     def _origin_refusal(
@@ -243,4 +255,7 @@ class RequestGuard:
             if not over:
                 raise
         if over and not started:
-            await self._size_refusal(control, limit)(scope, receive, send)
+            refusal = self._size_refusal(control, limit)
+            if not control:
+                refusal = _in_shape(refusal, scope["path"])
+            await refusal(scope, receive, send)

@@ -97,9 +97,27 @@ def _header(scope: Scope, wanted: bytes) -> str | None:
     return None
 
 
-def under_prefix(path: str, prefix: str | None) -> bool:
-    """Whether `path` is `prefix` or below it; every path when there is no prefix."""
-    return prefix is None or path == prefix or path.startswith(prefix + "/")
+# A path, or several (e.g. /v1 and Ollama's /api/... routes); None: every path.
+Prefixes = str | tuple[str, ...] | None
+
+
+def under_prefix(path: str, prefix: Prefixes) -> bool:
+    """Whether `path` is `prefix` (one of them) or below it; every path when there is none."""
+    if prefix is None:
+        return True
+    if isinstance(prefix, str):
+        return path == prefix or path.startswith(prefix + "/")
+    return any(path == p or path.startswith(p + "/") for p in prefix)
+
+
+def is_ollama_path(path: str) -> bool:
+    """Ollama's API (/api/chat...), whose clients read `{"error": "..."}`; /api/v1 is the
+    daemon's own control API."""
+    return path.startswith("/api/") and not under_prefix(path, "/api/v1")
+
+
+def ollama_auth_error(message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
 def presented_keys(scope: Scope) -> list[bytes]:
@@ -185,7 +203,7 @@ class KeyGuard:
         key: Callable[[], str | None],
         *,
         also: Callable[[], str | None] = lambda: None,
-        prefix: str | None = None,
+        prefix: Prefixes = None,
     ) -> None:
         self.app = app
         self.key = key
@@ -226,6 +244,9 @@ class KeyGuard:
             # Anthropic's clients (Claude Code) read their own error shape.
             await anthropic_auth_error(message)(scope, receive, send)
             return
+        if is_ollama_path(scope["path"]):
+            await ollama_auth_error(message)(scope, receive, send)
+            return
         await openai_auth_error(message)(scope, receive, send)
 
 
@@ -248,7 +269,7 @@ class GatewayCors:
     a change counts at once; a request from any other origin gets none (nor a preflight)."""
 
     def __init__(
-        self, app: ASGIApp, origins: Callable[[], Sequence[str]], prefix: str | None = None
+        self, app: ASGIApp, origins: Callable[[], Sequence[str]], prefix: Prefixes = None
     ) -> None:
         self.app = app
         self.origins = origins

@@ -20,7 +20,7 @@ from roundhouse.core.gateway.ollama.request import require_model
 from roundhouse.core.gateway.ollama.surface import LATEST, OllamaSurface, Route, without_latest
 from roundhouse.core.gateway.router import names_of
 from roundhouse.server.deps import Services
-from roundhouse.server.routes.gateway import parse_json_object, proxy
+from roundhouse.server.routes.gateway import GATEWAY_PREFIX, parse_json_object, proxy
 from roundhouse.server.services import DaemonServices
 
 # Every path this API answers: the listeners' guards (key, CORS) cover each.
@@ -34,6 +34,9 @@ OLLAMA_PATHS = (
     "/api/embed",
     "/api/embeddings",
 )
+# What the gateway's guards cover on the daemon's own listener: /v1 and Ollama's paths
+# (never /api/v1, the daemon's control API, which needs its token).
+GATEWAY_PATHS = (GATEWAY_PREFIX, *OLLAMA_PATHS)
 
 router = APIRouter(tags=["gateway"])
 # Only on the Ollama port's own listener: what Ollama answers at its root, which clients
