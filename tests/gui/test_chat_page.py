@@ -56,7 +56,9 @@ async def _serve(daemon: DaemonProcess, model: Path) -> str:
         model=str(model), ctx_size=2048, parallel=1, threads=1, extra_args=("--ignore-eos",)
     )
     request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
-    return (await start_ready(daemon, request, READY_S)).models[0]
+    await start_ready(daemon, request, READY_S)
+    # The gateway lists a model started on a file by the file's stem, never its path.
+    return model.stem
 
 
 async def _stored(daemon: DaemonProcess, conversation_id: str) -> Conversation:
