@@ -25,6 +25,8 @@ CONTEXT = 1000
 WORDS = 900
 FLAG = {EngineId.VLLM: "--max-model-len", EngineId.SGLANG: "--context-length"}
 TOKENIZE = {EngineId.VLLM: "/tokenize", EngineId.SGLANG: "/v1/tokenize"}
+# Ollama's default context when nothing sets OLLAMA_CONTEXT_LENGTH or num_ctx.
+OLLAMA_CONTEXT = 4096
 
 
 @dataclass
@@ -130,11 +132,15 @@ def test_ollama_cannot_count_so_a_long_request_passes_as_before(tmp_path: Path) 
             base_url=target.daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60
         )
         with client:
-            # Far more words than the model's context (2048): Ollama would cut it without a
-            # word, and the gateway has no count to say otherwise.
+            # Far more words than the loaded context: the gateway has no count to refuse it
+            # on, so Ollama gets it and cuts it to fit without a word.
             reply = client.chat.completions.create(
                 model=target.model,
-                messages=[{"role": "user", "content": "w " * 5000}],
+                messages=[{"role": "user", "content": "w " * (OLLAMA_CONTEXT + 1000)}],
                 max_tokens=4,
             )
-        assert reply.usage is not None and reply.usage.prompt_tokens > 2048
+        # What Ollama kept, as it says in prompt_eval_count: the context, not the prompt.
+        assert reply.usage is not None and reply.usage.prompt_tokens == OLLAMA_CONTEXT
+        with httpx.Client(base_url=target.base_url, timeout=30) as engine:
+            loaded = engine.get("/api/ps").json()["models"]
+        assert [m["context_length"] for m in loaded] == [OLLAMA_CONTEXT]

@@ -323,6 +323,14 @@ class Store:
                 del self.loaded[oldest.name]
             return True
 
+    def kept(self, name: str, prompt: int) -> int:
+        """What Ollama keeps of a `prompt`-token prompt to `name`: it cuts one longer than
+        the loaded context to fit, without a word (the runner's "truncating input prompt"
+        is only logged), and counts what it kept in prompt_eval_count."""
+        with self.lock:
+            loaded = self.loaded.get(name)
+        return min(prompt, loaded.context_length) if loaded is not None else prompt
+
     def running(self) -> list[dict[str, Any]]:
         with self.lock:
             self._expire()
@@ -609,7 +617,7 @@ class Handler(StandinHandler):
             return
         name, stream, load_s = self._runnable(body, "GenerateRequest", "completion")
         tokens, reason = reply_tokens(options)
-        prompt_count = prompt_tokens([t for t in (system, prompt) if t])
+        prompt_count = self.store.kept(name, prompt_tokens([t for t in (system, prompt) if t]))
         stats = self._stats(load_s, prompt_count, len(tokens), reason)
         head = {"model": name, "created_at": now_iso()}
         if not stream:
@@ -701,7 +709,7 @@ class Handler(StandinHandler):
             return
         name, stream, load_s = self._runnable(body, "ChatRequest", "completion")
         tokens, reason = reply_tokens(options)
-        prompt = prompt_tokens([m.get("content") or "" for m in messages])
+        prompt = self.store.kept(name, prompt_tokens([m.get("content") or "" for m in messages]))
         stats = self._stats(load_s, prompt, len(tokens), reason)
         head = {"model": name, "created_at": now_iso()}
         if not stream:
@@ -752,7 +760,7 @@ class Handler(StandinHandler):
             raise ApiError(400, f'"{given}" does not support chat')
         self.store.load(name, None, {})
         tokens, reason = reply_tokens({} if limit is None else {"num_predict": limit})
-        prompt = prompt_tokens([m.get("content") or "" for m in messages])
+        prompt = self.store.kept(name, prompt_tokens([m.get("content") or "" for m in messages]))
         usage = {
             "prompt_tokens": prompt,
             "completion_tokens": len(tokens),
