@@ -112,6 +112,15 @@ class GatewaySettings(BaseModel):
         "beyond loopback it requires the gateway API key",
     )
     listen_port: int = Field(default=11501, ge=1, le=65535)
+    ollama_port_enabled: bool = Field(
+        default=False,
+        description="also serve the gateway (Ollama's API included) on 127.0.0.1 at "
+        "ollama_port, for apps that cannot change their Ollama address; refused, with the "
+        "reason in the gateway's status, while Ollama itself holds the port",
+    )
+    ollama_port: int = Field(
+        default=11434, ge=1, le=65535, description="Ollama's port, where the option listens"
+    )
     allowed_hosts: list[str] = Field(
         default=[],
         description="Host header names accepted besides loopback and this machine's addresses",

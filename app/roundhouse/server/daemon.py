@@ -38,7 +38,7 @@ from roundhouse.core.settings import load_settings
 from roundhouse.core.updates import UpdateChecker
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
-from roundhouse.server.gateway_listener import SecondListener
+from roundhouse.server.gateway_listener import OllamaPortListener, SecondListener
 from roundhouse.server.http_limits import listener_config
 from roundhouse.server.metrics_wiring import build_metrics
 from roundhouse.server.models_wiring import close_models, open_models
@@ -278,7 +278,8 @@ async def _serve(
     # The key before the first request: /v1 must not answer unguarded while it loads.
     await services.gateway_key.load()
     services.second_listener = second_listener = SecondListener(services)
-    await second_listener.apply()
+    services.ollama_listener = ollama_listener = OllamaPortListener(services)
+    await services.apply_listeners()
     services.updates = updates = UpdateChecker(
         __version__, home.state_dir / "updates.json", lambda: services.settings.ui.check_updates
     )
@@ -305,6 +306,7 @@ async def _serve(
         await server.serve(sockets=[sock])
     finally:
         await second_listener.close()
+        await ollama_listener.close()
         await updates.stop()
         detection.cancel()
         await recovery

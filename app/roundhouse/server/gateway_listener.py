@@ -1,4 +1,5 @@
-"""The gateway's second listener: only /v1, on the address the settings name, for other apps.
+"""The gateway's other listeners: its routes alone (/v1, Ollama's /api/...), on the address
+the settings name for other apps, and on Ollama's own port for apps that cannot change it.
 
 It shares the daemon's services (the same Gateway, instances and key) and runs as a second
 uvicorn server in the daemon's loop. It starts, stops and moves when the settings or the
@@ -15,6 +16,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import uvicorn
 from fastapi import FastAPI
 
@@ -24,7 +26,7 @@ from roundhouse.server.http_limits import listener_config
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.request_guard import RequestGuard, origins_for
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
-from roundhouse.server.routes.gateway_ollama import GATEWAY_PATHS
+from roundhouse.server.routes.gateway_ollama import GATEWAY_PATHS, root_router
 from roundhouse.server.security import (
     GatewayCors,
     HostGuard,
@@ -88,6 +90,9 @@ def _url(host: str, port: int) -> str:
 class SecondListener:
     """Follows `services.settings.gateway` and the key; `apply()` after either changes."""
 
+    # The setting that names the port: said when the port is taken.
+    port_setting = "gateway.listen_port"
+
     def __init__(self, services: DaemonServices) -> None:
         self._services = services
         self._plan: _Plan | None = None
@@ -101,10 +106,20 @@ class SecondListener:
         if self._plan is None:
             return None
         return GatewayListener(
-            url=_url(self._plan.host, self._plan.port),
+            url=self._url(self._plan.host, self._plan.port),
             needs_key=self._services.gateway_key.is_set,
             error=self._error,
         )
+
+    def _url(self, host: str, port: int) -> str:
+        return _url(host, port)
+
+    async def _occupied(self, plan: _Plan) -> str | None:
+        """Why not to bind `plan` although the port may be free to bind; None: go on."""
+        return None
+
+    def _app(self, plan: _Plan) -> FastAPI:
+        return create_gateway_app(self._services, machine_hosts(plan.host, plan.allowed_hosts))
 
     def _wanted(self) -> _Plan | None:
         gateway = self._services.settings.gateway
@@ -131,6 +146,10 @@ class SecondListener:
                     self._error += f" (The keyring: {self._services.gateway_key.error})"
                 log.warning("Gateway on %s:%d: %s", plan.host, plan.port, self._error)
                 return
+            self._error = await self._occupied(plan)
+            if self._error is not None:
+                log.warning("Gateway listener not started: %s", self._error)
+                return
             self._start(plan)
 
     def _running(self) -> bool:
@@ -144,10 +163,10 @@ class SecondListener:
             if exc.owner is not None and exc.owner.pid == os.getpid():
                 self._error = (
                     f"Not listening: port {plan.port} on {plan.host} is the daemon's own. "
-                    "Choose another gateway.listen_port."
+                    f"Choose another {self.port_setting}."
                 )
             else:
-                self._error += " Choose another gateway.listen_port, or stop that program."
+                self._error += f" Choose another {self.port_setting}, or stop that program."
         except OSError as exc:
             self._error = (
                 f"Not listening: cannot bind {plan.host}:{plan.port} ({exc.strerror or exc}). "
@@ -156,12 +175,12 @@ class SecondListener:
         if self._error is not None:
             log.warning("Gateway listener not started: %s", self._error)
             return
-        app = create_gateway_app(self._services, machine_hosts(plan.host, plan.allowed_hosts))
+        app = self._app(plan)
         self._server = server = _QuietServer(listener_config(app, plan.host))
         self._task = asyncio.create_task(server.serve(sockets=[sock]), name="gateway-listener")
         self._task.add_done_callback(self._on_done)
         bound_host, bound_port = sock.getsockname()[:2]
-        log.info("Gateway also serving %s", _url(bound_host, bound_port))
+        log.info("Gateway also serving %s", self._url(bound_host, bound_port))
 
     def _on_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -185,3 +204,49 @@ class SecondListener:
         """Stop listening, with the daemon."""
         async with self._lock:
             await self._stop()
+
+
+OLLAMA_HOST = "127.0.0.1"
+# How long the port's present occupant has to say what it is.
+_PROBE_TIMEOUT_S = 1.0
+
+
+class OllamaPortListener(SecondListener):
+    """Ollama's own address (127.0.0.1:11434, `gateway.ollama_port`), for apps that cannot be
+    pointed elsewhere: the gateway's routes there, Ollama's API among them, while
+    `gateway.ollama_port_enabled` is on. Loopback only. While Ollama itself (or anything
+    else) holds the port, it does not listen, and its status says why in words."""
+
+    port_setting = "gateway.ollama_port"
+
+    def _url(self, host: str, port: int) -> str:
+        return f"http://{host}:{port}"
+
+    def _wanted(self) -> _Plan | None:
+        gateway = self._services.settings.gateway
+        if not gateway.ollama_port_enabled:
+            return None
+        return _Plan(OLLAMA_HOST, gateway.ollama_port, tuple(gateway.allowed_hosts))
+
+    def _app(self, plan: _Plan) -> FastAPI:
+        app = super()._app(plan)
+        app.include_router(root_router)
+        return app
+
+    async def _occupied(self, plan: _Plan) -> str | None:
+        """Ollama answering on the port (where a wildcard bind of its own would let ours
+        succeed beside it on some systems, and take half its clients)."""
+        url = f"http://{plan.host}:{plan.port}/api/version"
+        try:
+            async with httpx.AsyncClient(timeout=_PROBE_TIMEOUT_S, trust_env=False) as client:
+                reply = await client.get(url)
+            version = reply.json().get("version") if reply.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None  # nothing answers as Ollama does: the bind says the rest
+        if not isinstance(version, str):
+            return None
+        return (
+            f"Not listening: Ollama {version} itself holds {plan.host}:{plan.port}. Quit "
+            "Ollama (or move it with OLLAMA_HOST), then turn this setting off and on again; "
+            "or point the app at Roundhouse's own address."
+        )

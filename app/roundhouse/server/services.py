@@ -82,6 +82,8 @@ class DaemonServices:
     gateway_key: GatewayKeyStore = field(default_factory=GatewayKeyStore)
     # The gateway's second address, when the settings name one (set by the composition root).
     second_listener: SecondListener | None = None
+    # Ollama's port (gateway.ollama_port_enabled): the same listener kind on 127.0.0.1:11434.
+    ollama_listener: SecondListener | None = None
     # The update check, asleep unless ui.check_updates is on (set by the composition root).
     updates: UpdateChecker | None = None
     started_at: float = field(default_factory=time.time)
@@ -203,8 +205,13 @@ class DaemonServices:
         """Put what `self.settings` now says in force where it is not read per request."""
         if self.updates is not None:
             self.updates.settings_changed()
-        if self.second_listener is not None:
-            await self.second_listener.apply()
+        await self.apply_listeners()
+
+    async def apply_listeners(self) -> None:
+        """Start, move or stop the gateway's other listeners as the settings and key say."""
+        for listener in (self.second_listener, self.ollama_listener):
+            if listener is not None:
+                await listener.apply()
 
     async def close_gateway(self) -> None:
         if self.gateway_state is not None:

@@ -23,11 +23,12 @@ def gateway_status(services: DaemonServices) -> GatewayStatus:
     # The daemon's own address: loopback, and the control token works as well as the key.
     own = services.url + GATEWAY_PREFIX
     listeners = [GatewayListener(url=own, needs_key=key_set, error=unreadable)]
-    second = services.second_listener.status() if services.second_listener else None
-    if second is not None:
-        if unreadable and second.error is None:
-            second = second.model_copy(update={"error": unreadable})
-        listeners.append(second)
+    for listener in (services.second_listener, services.ollama_listener):
+        other = listener.status() if listener else None
+        if other is not None:
+            if unreadable and other.error is None:
+                other = other.model_copy(update={"error": unreadable})
+            listeners.append(other)
     return GatewayStatus(
         listeners=listeners, key_set=key_set, usage=services.gateway().usage_report()
     )
@@ -54,8 +55,7 @@ async def set_key(
     """Store the given key, or generate one, in the keyring; the answer is the only place
     the key is shown. A second listener that waited for a key starts."""
     key = await services.gateway_key.set(given.key if given is not None else None)
-    if services.second_listener is not None:
-        await services.second_listener.apply()
+    await services.apply_listeners()
     return GatewayKey(key=key)
 
 
@@ -70,6 +70,5 @@ async def clear_key(services: Services) -> GatewayStatus:
             "gateway.cors_origins ''`, or the Settings page), then clear the key."
         )
     await services.gateway_key.clear()
-    if services.second_listener is not None:
-        await services.second_listener.apply()
+    await services.apply_listeners()
     return gateway_status(services)
