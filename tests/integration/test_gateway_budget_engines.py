@@ -82,19 +82,24 @@ def _refused(
     return str(error.param)
 
 
+def _usable(served: Served) -> int:
+    """The context one request may use: SGLang refuses a total that reaches its length."""
+    return CONTEXT - 1 if served.engine == EngineId.SGLANG else CONTEXT
+
+
 def test_a_prompt_over_the_context_is_refused_and_one_that_fits_runs(served: Served) -> None:
     prompt = "w " * WORDS
     tokens = _tokens(served, {"prompt": prompt})
-    room = CONTEXT - tokens
+    room = _usable(served) - tokens
     for stream in (False, True):
         with pytest.raises(openai.BadRequestError) as caught:
             served.client.completions.create(
                 model=served.model, prompt=prompt, max_tokens=room + 1, stream=stream
             )
-        assert _refused(served, caught, tokens, room + 1, CONTEXT) == "max_tokens"
+        assert _refused(served, caught, tokens, room + 1, _usable(served)) == "max_tokens"
     with pytest.raises(openai.BadRequestError) as alone:
         served.client.completions.create(model=served.model, prompt="w " * (CONTEXT + 5))
-    assert _refused(served, alone, CONTEXT + 5, CONTEXT) == "prompt"
+    assert _refused(served, alone, CONTEXT + 5, _usable(served)) == "prompt"
     reply = served.client.completions.create(model=served.model, prompt=prompt, max_tokens=room)
     assert reply.usage is not None and reply.usage.prompt_tokens == tokens
 

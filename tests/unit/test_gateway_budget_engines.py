@@ -58,6 +58,11 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EngineSta
         standin.stop()
 
 
+def _usable(standin: EngineStandin) -> int:
+    """The context one request may use: SGLang refuses a total that reaches its length."""
+    return CONTEXT - 1 if standin.personality == "sglang" else CONTEXT
+
+
 def _asked(standin: EngineStandin) -> list[str]:
     """The POST paths the stand-in was sent, in order."""
     lines = (standin.state / "requests.jsonl").read_text().splitlines()
@@ -98,7 +103,7 @@ def test_the_context_is_max_model_len_and_a_small_request_is_not_counted(
     engine: EngineStandin,
 ) -> None:
     async def test(check: Check, budget: ContextBudget, info: InstanceInfo) -> None:
-        assert await budget.context(info) == CONTEXT
+        assert await budget.context(info) == _usable(engine)
         await check(CHAT, _chat(3, max_tokens=10))
         await check(COMPLETIONS, _prompt(3, max_tokens=10))
 
@@ -110,20 +115,21 @@ def test_a_completion_over_the_budget_is_refused_on_the_engines_count(
     engine: EngineStandin,
 ) -> None:
     flag = "--max-model-len" if engine.personality == "vllm" else "--context-length"
+    usable = _usable(engine)
 
     async def test(check: Check, budget: ContextBudget, info: InstanceInfo) -> None:
         with pytest.raises(ContextTooLong) as caught:
-            await check(COMPLETIONS, _prompt(WORDS, max_tokens=CONTEXT - WORDS + 1))
+            await check(COMPLETIONS, _prompt(WORDS, max_tokens=usable - WORDS + 1))
         error = caught.value
-        assert (error.prompt_tokens, error.context, error.param) == (WORDS, CONTEXT, "max_tokens")
-        for words in (f"{WORDS} prompt tokens", f"{CONTEXT} tokens of context", flag, "ctx_size"):
+        assert (error.prompt_tokens, error.context, error.param) == (WORDS, usable, "max_tokens")
+        for words in (f"{WORDS} prompt tokens", f"{usable} tokens of context", flag, "ctx_size"):
             assert words in error.message, (words, error.message)
         # Exactly full fits; no max_tokens is checked on the prompt alone.
-        await check(COMPLETIONS, _prompt(WORDS, max_tokens=CONTEXT - WORDS))
+        await check(COMPLETIONS, _prompt(WORDS, max_tokens=usable - WORDS))
         await check(COMPLETIONS, _prompt(WORDS))
         with pytest.raises(ContextTooLong) as alone:
-            await check(COMPLETIONS, _prompt(CONTEXT + 1))
-        assert (alone.value.prompt_tokens, alone.value.param) == (CONTEXT + 1, "prompt")
+            await check(COMPLETIONS, _prompt(usable + 1))
+        assert (alone.value.prompt_tokens, alone.value.param) == (usable + 1, "prompt")
 
     _against(engine, test)
     path = "/tokenize" if engine.personality == "vllm" else "/v1/tokenize"
@@ -201,7 +207,9 @@ def test_the_words_name_each_engines_setting() -> None:
     assert "--max-model-len" in ENGINES[EngineId.VLLM].setting(vllm)
     assert "--ctx-size N`" in ENGINES[EngineId.VLLM].setting(vllm)
     sglang = ready_instance("s", engine=EngineId.SGLANG, options=InstanceOptions(ctx_size=2048))
-    assert ENGINES[EngineId.SGLANG].how(sglang) == " (ctx_size 2048)"
+    assert ENGINES[EngineId.SGLANG].how(sglang) == (
+        " (ctx_size 2048, less the one token SGLang keeps free)"
+    )
     assert "--context-length" in ENGINES[EngineId.SGLANG].setting(sglang)
     # Attached, not started by Roundhouse: the server's own flag.
     attached = ready_instance("a", engine=EngineId.VLLM)
@@ -215,3 +223,29 @@ def test_the_words_name_each_engines_setting() -> None:
         ready_instance("p", engine=EngineId.SGLANG, options=shared)
     )
     assert EngineId.OLLAMA not in ENGINES and EngineId.MLX not in ENGINES
+
+
+def test_vllm_is_sent_the_tools_it_will_render() -> None:
+    sent: list[dict[str, Any] | None] = []
+
+    async def ask(path: str, payload: dict[str, Any] | None) -> dict[str, Any] | None:
+        sent.append(payload)
+        return {"count": 7, "max_model_len": CONTEXT, "tokens": list(range(7))}
+
+    body = _chat(3, tools=[{"type": "function"}], tool_choice="none", temperature=0.5)
+    vllm = ENGINES[EngineId.VLLM]
+    plain = ready_instance("v", engine=EngineId.VLLM, options=InstanceOptions())
+    flagged = InstanceOptions(extra_args=("--exclude-tools-when-tool-choice-none",))
+    excluding = ready_instance("x", engine=EngineId.VLLM, options=flagged)
+    attached = ready_instance("a", engine=EngineId.VLLM)
+
+    async def main() -> list[int | None]:
+        return [await vllm.count(info, CHAT, body, ask) for info in (plain, excluding, attached)]
+
+    # By default vLLM renders the tools even with tool_choice "none"; with the flag it drops
+    # them; an instance started elsewhere may have either, so it is not counted.
+    assert asyncio.run(main()) == [7, 7, None]
+    assert sent == [
+        {"messages": body["messages"], "tools": body["tools"]},
+        {"messages": body["messages"]},
+    ]

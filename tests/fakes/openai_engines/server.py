@@ -250,6 +250,26 @@ def _unparsed_call(tool: str, think: bool) -> Script:
     return Script((*thought, *(Piece("content", t) for t in texts)), None, "stop")
 
 
+def _sglang_validate(context_len: int, prompt: int, limit: int | None) -> None:
+    """SGLang's own length checks (tokenizer_manager): the total must stay below the
+    context length, in its own words."""
+    if prompt >= context_len:
+        raise ApiError(
+            400,
+            f"The input ({prompt} tokens) is longer than the model's context length "
+            f"({context_len} tokens).",
+        )
+    if limit is not None and prompt + limit >= context_len:
+        raise ApiError(
+            400,
+            "Requested token count exceeds the model's maximum context length of "
+            f"{context_len} tokens. You requested a total of {prompt + limit} tokens: {prompt} "
+            f"tokens from the input messages and {limit} tokens for the completion. Please "
+            "reduce the number of tokens in the input messages or the completion to fit "
+            "within the limit.",
+        )
+
+
 @dataclass
 class Job:
     """A validated request: who asked, the pretend prompt and reply, and how to stream."""
@@ -466,6 +486,8 @@ class Handler(StandinHandler):
             _check(body, name, (int, float))
         _check(body, "stop", (str, list))
         ignore_eos = _check(body, "ignore_eos", bool) is True
+        if settings.personality == "sglang":
+            _sglang_validate(settings.max_model_len, prompt, limit)
         room = settings.max_model_len - prompt
         if room < 0:
             raise ApiError(

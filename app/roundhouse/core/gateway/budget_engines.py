@@ -27,14 +27,19 @@ _BUILD = re.compile(r"b(\d+)")
 # What llama-server's chat template reads of a chat request besides its messages.
 TEMPLATE_FIELDS = ("messages", "tools", "chat_template_kwargs")
 # What vLLM's /tokenize reads of a chat (TokenizeChatRequest): the same fields its chat
-# completions render the prompt from.
+# completions render and tokenize the prompt from.
 VLLM_TEMPLATE_FIELDS = (
     "messages",
     "tools",
+    "chat_template",
     "chat_template_kwargs",
     "add_generation_prompt",
     "continue_final_message",
+    "add_special_tokens",
+    "mm_processor_kwargs",
 )
+# With this flag vLLM renders a chat whose tool_choice is "none" without its tools.
+VLLM_EXCLUDE_TOOLS = "--exclude-tools-when-tool-choice-none"
 
 
 class EngineContext(Protocol):
@@ -173,8 +178,13 @@ class Vllm(_OpenAIServer):
         # No `model`: the client's name may be an alias vLLM does not know (it serves one).
         if api == CHAT:
             payload = {k: body[k] for k in VLLM_TEMPLATE_FIELDS if k in body}
+            if body.get("tool_choice") == "none" and "tools" in payload:
+                if info.options is None:
+                    return None  # whether it renders the tools depends on flags not known here
+                if VLLM_EXCLUDE_TOOLS in info.options.extra_args:
+                    del payload["tools"]
         elif api == COMPLETIONS:
-            payload = {"prompt": body.get("prompt")}
+            payload = {k: body[k] for k in ("prompt", "add_special_tokens") if k in body}
         else:
             return None
         return _count_of(await ask("tokenize", payload))
@@ -186,6 +196,16 @@ class Sglang(_OpenAIServer):
     over HTTP), so it passes to SGLang, which refuses an over-long one in its own words."""
 
     flag = "--context-length"
+
+    async def context(self, info: InstanceInfo, ask: Asker) -> int | None:
+        # SGLang refuses a request whose prompt plus max_tokens reaches its context length
+        # (tokenizer_manager: `>= context_len`): one token less is what a request may use.
+        length = await _models_max_len(ask)
+        return length - 1 if length is not None and length > 1 else None
+
+    def how(self, info: InstanceInfo) -> str:
+        said = super().how(info)
+        return f"{said[:-1]}, less the one token SGLang keeps free)" if said else ""
 
     async def count(
         self, info: InstanceInfo, api: str, body: dict[str, Any], ask: Asker
