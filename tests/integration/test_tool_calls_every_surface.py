@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ollama
 import pytest
 from anthropic import Anthropic
 from openai import OpenAI
@@ -228,3 +229,52 @@ def test_openai_chat_tool_round_trip(served: Served, shape: str, stream: bool) -
     assert answer.choices[0].message.content == shapes.CONTENT
     assert answer.choices[0].finish_reason == "stop"
     _check_engine_saw_the_result(served, shape, call_id)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_ollama_chat_tool_round_trip(served: Served, shape: str, stream: bool) -> None:
+    """The official `ollama` client: the call whole with its arguments an object, the
+    thinking in `message.thinking`, the counts the engine's; the result sent back as a
+    "tool" message naming the tool reaches the engine tied to the call's id."""
+    client = ollama.Client(host=served.daemon.url, timeout=60)
+    question = [{"role": "user", "content": QUESTION}]
+    if stream:
+        parts = list(
+            client.chat(model=f"q-{shape}", messages=question, tools=shapes.TOOLS, stream=True)
+        )
+        assert [p.done for p in parts].count(True) == 1 and parts[-1].done
+        calls = [c for p in parts for c in p.message.tool_calls or []]
+        thinking = "".join(p.message.thinking or "" for p in parts)
+        last = parts[-1]
+    else:
+        last = client.chat(model=f"q-{shape}", messages=question, tools=shapes.TOOLS)
+        calls = list(last.message.tool_calls or [])
+        thinking = last.message.thinking or ""
+    (call,) = calls
+    assert call.function.name == shapes.TOOL_NAME
+    assert dict(call.function.arguments) == shapes.ARGUMENTS
+    assert thinking == shapes.REASONING
+    assert last.done_reason == "stop" and last.eval_count == CALL_TOKENS
+    answer = client.chat(
+        model=f"q-{shape}",
+        messages=[
+            *question,
+            {"role": "assistant", "content": "", "tool_calls": [call.model_dump()]},
+            {"role": "tool", "tool_name": shapes.TOOL_NAME, "content": RESULT},
+        ],
+        tools=shapes.TOOLS,
+        stream=stream,
+    )
+    if stream:
+        answer_parts = list(answer)  # type: ignore[arg-type]
+        text = "".join(p.message.content or "" for p in answer_parts)
+    else:
+        text = answer.message.content  # type: ignore[union-attr]
+    assert text == shapes.CONTENT
+    messages = served.engine_requests(shape)[-1]["messages"]
+    assistant, tool = messages[-2], messages[-1]
+    (sent,) = assistant["tool_calls"]
+    assert sent["function"]["name"] == shapes.TOOL_NAME
+    assert json.loads(sent["function"]["arguments"]) == shapes.ARGUMENTS
+    assert tool == {"role": "tool", "tool_call_id": sent["id"], "content": RESULT}
