@@ -48,7 +48,6 @@ from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, Upstream
 
 log = logging.getLogger(__name__)
 
-CHECKED = frozenset(ENGINES)
 # Tokens a chat template may add beyond the messages' JSON (turn markers, a default system
 # prompt, words around the tools): only decides whether a request is counted, never refuses.
 TEMPLATE_ALLOWANCE = 512
