@@ -104,6 +104,12 @@ class GatewaySettingsSection(QGroupBox):
         self.listen_host = QLineEdit()
         self.listen_host.setPlaceholderText("Off; e.g. 0.0.0.0 to serve the local network")
         self.listen_port = _spin("listen_port")
+        self.ollama_port = QCheckBox("Also answer on Ollama's address, 127.0.0.1:11434")
+        self.ollama_port.setToolTip(
+            GatewaySettings.model_fields["ollama_port_enabled"].description or ""
+        )
+        # Not on the form (the CLI and the API set it): kept as shown, saved unchanged.
+        self._ollama_port_number = GatewaySettings.model_fields["ollama_port"].default
         self.allowed_hosts = QLineEdit()
         self.allowed_hosts.setPlaceholderText("e.g. gpu-box.lan, llm.example.com")
         self.cors_origins = QLineEdit()
@@ -115,7 +121,7 @@ class GatewaySettingsSection(QGroupBox):
         )
         self.names = ModelNamesEditor()
         self.names.changed.connect(self._on_changed)
-        for check in (self.just_in_time,):
+        for check in (self.just_in_time, self.ollama_port):
             check.toggled.connect(self._on_changed)
         for spin in (self.idle_ttl, self.max_resident, self.max_concurrent, self.queue_size):
             spin.valueChanged.connect(self._on_changed)
@@ -178,6 +184,16 @@ class GatewaySettingsSection(QGroupBox):
             )
         )
         form.addRow("Second address:", second_box)
+        ollama_box = QVBoxLayout()
+        ollama_box.addWidget(self.ollama_port)
+        ollama_box.addWidget(
+            _hint(
+                "For apps that can only reach Ollama at its usual address: they get every "
+                "model here through Ollama's API. Not while Ollama itself runs there (the "
+                "reason shows under Listening)."
+            )
+        )
+        form.addRow("Ollama's address:", ollama_box)
         names_box = QVBoxLayout()
         names_box.addWidget(self.names)
         names_box.addWidget(
@@ -225,6 +241,11 @@ class GatewaySettingsSection(QGroupBox):
         self.queue_timeout.setValue(round(gateway.queue_timeout_s))
         self.listen_host.setText(gateway.listen_host or "")
         self.listen_port.setValue(gateway.listen_port)
+        self._ollama_port_number = gateway.ollama_port
+        self.ollama_port.setText(
+            f"Also answer on Ollama's address, 127.0.0.1:{gateway.ollama_port}"
+        )
+        self.ollama_port.setChecked(gateway.ollama_port_enabled)
         self.allowed_hosts.setText(", ".join(gateway.allowed_hosts))
         self.cors_origins.setText(", ".join(gateway.cors_origins))
         self.media_domains.setText(", ".join(gateway.media_domains))
@@ -243,6 +264,8 @@ class GatewaySettingsSection(QGroupBox):
             queue_timeout_s=float(self.queue_timeout.value()),
             listen_host=self.listen_host.text().strip() or None,
             listen_port=self.listen_port.value(),
+            ollama_port_enabled=self.ollama_port.isChecked(),
+            ollama_port=self._ollama_port_number,
             allowed_hosts=_names(self.allowed_hosts.text()),
             cors_origins=_names(self.cors_origins.text()),
             media_domains=_names(self.media_domains.text()),
