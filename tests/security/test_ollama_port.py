@@ -16,6 +16,7 @@ import httpx
 import ollama
 import pytest
 
+from tests.api.test_cli import roundhouse
 from tests.daemon_process import DaemonProcess, start_daemon
 from tests.fakes.ollama import start_standin
 from tests.integration.test_gateway_security import keyring_env
@@ -181,3 +182,26 @@ def test_refused_in_words_while_ollama_holds_the_port(daemon: Daemon) -> None:
         httpx.get(daemon.ollama_url + "/api/version", trust_env=False)
     daemon.put_gateway(ollama_port_enabled=True)
     assert daemon.listeners()[daemon.ollama_url] is None
+
+
+def test_the_cli_turns_it_on_and_off_and_says_why_not(daemon: Daemon) -> None:
+    root = daemon.process.home.root
+    assert root is not None
+    off = roundhouse(root, "gateway", "ollama-port", "off")
+    assert off.returncode == 0, off.stderr
+    assert f"({daemon.ollama_url}): off" in off.stdout
+    assert daemon.ollama_url not in daemon.listeners()
+    on = roundhouse(root, "gateway", "ollama-port", "on")
+    assert on.returncode == 0, on.stderr
+    assert f"({daemon.ollama_url}): listening" in on.stdout
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        taken = holder.getsockname()[1]
+        moved = roundhouse(root, "gateway", "ollama-port", "--port", str(taken))
+        assert moved.returncode == 0, moved.stderr
+        assert "already taken" in moved.stdout and "gateway.ollama_port" in moved.stdout
+    back = roundhouse(root, "gateway", "ollama-port", "--port", str(daemon.ollama_port))
+    assert "listening" in back.stdout, back.stdout
+    shown = roundhouse(root, "gateway", "ollama-port")
+    assert f"({daemon.ollama_url}): listening" in shown.stdout

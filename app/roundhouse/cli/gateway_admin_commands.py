@@ -1,4 +1,4 @@
-"""`roundhouse gateway status|key`: where the gateway listens, and its API key."""
+"""`roundhouse gateway status|key|ollama-port`: where the gateway listens, and its API key."""
 
 from __future__ import annotations
 
@@ -117,3 +117,45 @@ def key(ctx: click.Context, action: str | None) -> None:
                 console.print(f"{listener.url}: {listener.error}", highlight=False)
         return
     _print_new_key(answer, generated=action == "generate")
+
+
+@click.command("ollama-port")
+@click.argument("state", required=False, type=click.Choice(["on", "off"]))
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="The port to take (Ollama's 11434 unless set otherwise).",
+)
+@click.pass_context
+def ollama_port(ctx: click.Context, state: str | None, port: int | None) -> None:
+    """Also serve the gateway on Ollama's address (127.0.0.1:11434), for apps that cannot
+    be pointed elsewhere: `on`, `off`, or no argument to show its state. Refused, with the
+    reason in its state, while Ollama itself runs there."""
+    from roundhouse.cli.daemon_link import daemon_client, run_async
+    from roundhouse.cli.output import console
+
+    async def change() -> tuple[int, bool, GatewayStatus]:
+        async with daemon_client(ctx) as client:
+            current = await client.settings()
+            gateway = current.gateway
+            update: dict[str, Any] = {}
+            if state is not None:
+                update["ollama_port_enabled"] = state == "on"
+            if port is not None:
+                update["ollama_port"] = port
+            if update:
+                new = current.model_copy(update={"gateway": gateway.model_copy(update=update)})
+                gateway = (await client.put_settings(new)).gateway
+            return gateway.ollama_port, gateway.ollama_port_enabled, await client.gateway_status()
+
+    number, enabled, status = run_async(change())
+    url = f"http://127.0.0.1:{number}"
+    if not enabled:
+        console.print(
+            f"Ollama's address ({url}): off. `roundhouse gateway ollama-port on` serves it.",
+            highlight=False,
+        )
+        return
+    listener = next((item for item in status.listeners if item.url == url), None)
+    said = listener.error if listener and listener.error else "listening"
+    console.print(f"Ollama's address ({url}): {said}", highlight=False)

@@ -138,6 +138,7 @@ from roundhouse.cli.bench_commands import bench  # noqa: E402
 from roundhouse.cli.chat_command import chat, chats  # noqa: E402
 from roundhouse.cli.engines_commands import engines  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
+from roundhouse.cli.gateway_admin_commands import ollama_port as gateway_ollama_port  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import status as gateway_status  # noqa: E402
 from roundhouse.cli.gateway_alias_commands import alias as gateway_alias  # noqa: E402
 from roundhouse.cli.gateway_alias_commands import default as gateway_default  # noqa: E402
@@ -160,6 +161,7 @@ gateway.add_command(gateway_status)
 gateway.add_command(gateway_key)
 gateway.add_command(gateway_alias)
 gateway.add_command(gateway_default)
+gateway.add_command(gateway_ollama_port)
 cli.add_command(launch)
 cli.add_command(models)
 cli.add_command(monitor)
