@@ -140,6 +140,17 @@ def test_a_library_model_with_no_preset_is_listed_and_served_by_name(library: Li
     assert again.status_code == 200, again.text
     assert again.headers["x-roundhouse-instance"] == instance
 
+    # So is its library id: the request is routed by the model's id, to the same instance.
+    async def library_id() -> str:
+        async with DaemonClient(library.daemon.url, library.daemon.token) as client:
+            listing = await client.library()
+        return next(m.id for m in listing.models if m.served_id == FIRST)
+
+    by_key = _chat(library.daemon, asyncio.run(library_id()))
+    assert by_key.status_code == 200, by_key.text
+    assert by_key.headers["x-roundhouse-instance"] == instance
+    assert by_key.headers["x-roundhouse-model"] == FIRST
+
 
 def test_an_alias_and_an_unknown_name_with_and_without_a_default(library: Library) -> None:
     _set(library, aliases={"claude-sonnet-4-5": FIRST}, default_model=None)

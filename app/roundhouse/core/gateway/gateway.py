@@ -213,6 +213,11 @@ class Gateway:
                         # Unknown: served by the model the user chose for that (setting).
                         model, via = self.aliased(default)[0], "default"
                         continue
+                if startable is not None and startable.id != model:
+                    # Named otherwise (its library id): route by its id, which an instance
+                    # started for it serves, before starting another one.
+                    model = startable.id
+                    continue
                 if not jit:
                     raise
                 if startable is None:
