@@ -41,7 +41,13 @@ def served(
     try:
         chat = StartRequest(
             engine=EngineId.LLAMA_CPP,
-            options=InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=2),
+            options=InstanceOptions(
+                model=str(tiny_gguf),
+                ctx_size=512,
+                parallel=2,
+                # The context budget applies where the engine stops at its context.
+                extra_args=("--no-context-shift",),
+            ),
         )
         embed = StartRequest(
             engine=EngineId.LLAMA_CPP,
@@ -226,3 +232,19 @@ def test_usage_counted_per_api(served: Served) -> None:
         return next(u.by_api for u in status.usage if u.instance == served.instance.id)
 
     assert asyncio.run(usage()).get("ollama/translated", 0) > 0
+
+
+def test_the_context_budget_in_ollamas_shape(served: Served) -> None:
+    """More than the instance's context asked for: refused before the engine, in words that
+    name both numbers, in Ollama's error shape."""
+    with pytest.raises(ollama.ResponseError) as caught:
+        served.client.chat(model="tiny", messages=MESSAGES, options={"num_predict": 4000})
+    assert caught.value.status_code == 400
+    assert "4000" in caught.value.error and "context" in caught.value.error
+    with pytest.raises(ollama.ResponseError) as streamed:
+        list(
+            served.client.generate(
+                model="tiny", prompt="hi", stream=True, options={"num_predict": 4000}
+            )
+        )
+    assert streamed.value.status_code == 400

@@ -80,7 +80,7 @@ async def _listed(services: DaemonServices) -> list[Listed]:
     return gateway.listed()
 
 
-@root_router.get("/")
+@root_router.api_route("/", methods=["GET", "HEAD"])
 async def root() -> PlainTextResponse:
     return PlainTextResponse("Roundhouse is running (Ollama's API)")
 

@@ -31,7 +31,8 @@ _EVENT_END = re.compile(rb"\r?\n\r?\n")
 
 
 def line(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, ensure_ascii=False).encode() + b"\n"
+    """One NDJSON line, compact as Ollama writes it."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def payloads(chunk: bytes) -> list[bytes]:

@@ -101,7 +101,7 @@ class OllamaSurface:
                 out = whole_embed(raw, model, clock, legacy=route == "embeddings")
             else:
                 out = whole_chat(raw, model, clock, generate, hide)
-            return json.dumps(out, ensure_ascii=False).encode()
+            return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
 
         return Plan(
             translated.path,
