@@ -173,6 +173,11 @@ def test_refused_in_words_while_ollama_holds_the_port(daemon: Daemon) -> None:
         assert error is not None and "gateway.ollama_port" in error, error
     finally:
         holder.close()
+    # The daemon's own port answers /api/version too, but as a Roundhouse: not "Ollama".
+    own = int(daemon.process.url.rsplit(":", 1)[1])
+    daemon.put_gateway(ollama_port=own)
+    error = daemon.listeners()[f"http://127.0.0.1:{own}"]
+    assert error is not None and "daemon's own" in error and "Ollama " not in error, error
     # Back on a free port it listens again; off, it is gone.
     daemon.put_gateway(ollama_port=daemon.ollama_port)
     wait_for(lambda: daemon.listeners().get(daemon.ollama_url, "x") is None, "it listens again")

@@ -45,7 +45,8 @@ NEEDS_KEY = (
 
 
 def create_gateway_app(services: DaemonServices, allowed_hosts: frozenset[str]) -> FastAPI:
-    """An app with the /v1 routes alone: no control API, no docs, no OpenAPI schema."""
+    """An app with the gateway's routes alone (/v1, Ollama's /api/...): no control API, no
+    docs, no OpenAPI schema."""
     app = FastAPI(title="Roundhouse gateway", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = services
     install_problem_handlers(app)
@@ -240,11 +241,14 @@ class OllamaPortListener(SecondListener):
         try:
             async with httpx.AsyncClient(timeout=_PROBE_TIMEOUT_S, trust_env=False) as client:
                 reply = await client.get(url)
-            version = reply.json().get("version") if reply.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+            answer = reply.json() if reply.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
             return None  # nothing answers as Ollama does: the bind says the rest
-        if not isinstance(version, str):
+        if not isinstance(answer, dict):
             return None
+        version = answer.get("version")
+        if not isinstance(version, str) or "roundhouse" in answer:
+            return None  # not Ollama (a Roundhouse's own listener): the bind says whose
         return (
             f"Not listening: Ollama {version} itself holds {plan.host}:{plan.port}. Quit "
             "Ollama (or move it with OLLAMA_HOST), then turn this setting off and on again; "

@@ -179,8 +179,9 @@ class GatewaySettingsSection(QGroupBox):
         second_box.addLayout(second)
         second_box.addWidget(
             _hint(
-                "A second address serving only /v1, for other apps. Beyond this machine it "
-                "needs the API key, and every request to it must carry the key once one is set."
+                "A second address serving only the gateway (/v1 and Ollama's API), for other "
+                "apps. Beyond this machine it needs the API key, and every request to it must "
+                "carry the key once one is set."
             )
         )
         form.addRow("Second address:", second_box)

@@ -86,8 +86,9 @@ async def root() -> PlainTextResponse:
 
 
 @router.get("/api/version")
-async def version() -> dict[str, str]:
-    return {"version": models.OLLAMA_API_VERSION}
+async def version(services: Services) -> dict[str, str]:
+    # `roundhouse` tells a Roundhouse from an Ollama (the Ollama-port listener asks).
+    return {"version": models.OLLAMA_API_VERSION, "roundhouse": services.version}
 
 
 @router.get("/api/tags")

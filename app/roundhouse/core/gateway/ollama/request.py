@@ -287,6 +287,8 @@ def generate(body: dict[str, Any]) -> Translated:
             raise BadRequest(f"'{name}' is not supported: {why}. Remove it from the request.")
     own = frozenset({"prompt", "system", "images", "raw", "name", "suffix", "template", "context"})
     out, dropped, hide = _generation(body, own)
+    if body.get("tools") is not None:
+        dropped.append("tools")  # Ollama's generate takes none: /api/chat does
     prompt = body.get("prompt") or ""
     if not isinstance(prompt, str):
         raise BadRequest("'prompt' must be a string.")
