@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
+import ollama
 import pytest
 from openai import OpenAI
 
@@ -235,3 +237,28 @@ def test_tables_at_80_columns_never_cut_an_id(library: Library) -> None:
         assert FIRST in shown.stdout, shown.stdout
     listing = _cli(library, "models", "ls", columns=80).stdout
     assert SECOND in listing
+
+
+def test_other_apis_list_and_serve_library_models_and_aliases(library: Library) -> None:
+    _set(library, aliases={"llama3": SECOND})
+    try:
+        tags = {m.model for m in ollama.Client(host=library.daemon.url, timeout=60).list().models}
+        assert {FIRST, SECOND, "llama3"} <= tags, tags
+        # Ollama's chat by an alias of a library model: started if it must be, answered.
+        reply = ollama.Client(host=library.daemon.url, timeout=120).chat(
+            model="llama3",
+            messages=[{"role": "user", "content": WORDS}],
+            options={"num_predict": 2},
+        )
+        assert reply.done and reply.message.role == "assistant"
+        # Anthropic's Messages by the library model's id.
+        client = anthropic.Anthropic(
+            base_url=library.daemon.url, api_key="unused", max_retries=0, timeout=120
+        )
+        raw = client.messages.with_raw_response.create(
+            model=FIRST, max_tokens=2, messages=[{"role": "user", "content": WORDS}]
+        )
+        assert raw.headers["x-roundhouse-model"] == FIRST
+        assert raw.parse().type == "message"
+    finally:
+        _set(library, aliases={})
