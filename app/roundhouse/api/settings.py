@@ -74,8 +74,8 @@ class GatewaySettings(BaseModel):
 
     just_in_time: bool = Field(
         default=True,
-        description="start an instance with the model's preset when a request names a model "
-        "no instance serves",
+        description="start an instance when a request names a model no instance serves: "
+        "with the model's preset, else with settings the fit estimate chooses",
     )
     idle_ttl_s: float = Field(
         default=3600.0,
