@@ -141,7 +141,7 @@ def test_a_broken_stream_ends_with_an_error_line_and_no_done() -> None:
 
 def test_a_tool_round_trip_reaches_the_engine_as_chat_expects() -> None:
     """Ollama's calls carry no id and object arguments; its tool results name the tool."""
-    body = {
+    body: dict[str, Any] = {
         "model": "m",
         "messages": [
             {"role": "user", "content": "Weather in Paris and Rome?"},
