@@ -116,9 +116,11 @@ def test_a_web_page_is_refused_on_ollamas_routes(daemon: Daemon, where: str) -> 
         )
         assert plain.status_code == 415, (path, plain.text)
         assert "application/json" in plain.json()["error"]
-    for path in ("/api/tags", "/api/ps", "/api/version"):
+    for path in ("/api/tags", "/api/ps", "/api/version", "/"):
         page = httpx.get(base + path, headers={"sec-fetch-site": "cross-site"}, trust_env=False)
         assert page.status_code == 403, (path, page.text)
+        foreign = httpx.get(base + path, headers={"origin": EVIL}, trust_env=False)
+        assert foreign.status_code == 403, (path, foreign.text)
     # A foreign Host (DNS rebinding): refused before any route.
     forged = httpx.get(base + "/api/tags", headers={"host": "evil.example"}, trust_env=False)
     assert forged.status_code == 403 and "evil.example" in forged.text, forged.text
@@ -210,3 +212,33 @@ def test_the_cli_turns_it_on_and_off_and_says_why_not(daemon: Daemon) -> None:
     assert "listening" in back.stdout, back.stdout
     shown = roundhouse(root, "gateway", "ollama-port")
     assert f"({daemon.ollama_url}): listening" in shown.stdout
+
+
+def test_a_listed_origin_gets_cors_on_ollamas_routes(daemon: Daemon) -> None:
+    listed = "http://localhost:3000"
+    daemon.put_gateway(cors_origins=[listed])
+    try:
+        for base in (daemon.process.url, daemon.ollama_url):
+            preflight = httpx.options(
+                base + "/api/chat",
+                headers={
+                    "origin": listed,
+                    "access-control-request-method": "POST",
+                    "access-control-request-headers": "content-type",
+                },
+                trust_env=False,
+            )
+            assert preflight.status_code == 200, preflight.text
+            assert preflight.headers["access-control-allow-origin"] == listed
+            tags = httpx.get(base + "/api/tags", headers={"origin": listed}, trust_env=False)
+            assert tags.status_code == 200
+            assert tags.headers["access-control-allow-origin"] == listed
+        # Never on the control API, listed or not.
+        control = httpx.get(
+            daemon.process.url + "/api/v1/status",
+            headers={"origin": listed, "authorization": f"Bearer {daemon.process.token}"},
+            trust_env=False,
+        )
+        assert control.status_code == 403
+    finally:
+        daemon.put_gateway(cors_origins=[])
