@@ -73,6 +73,8 @@ def test_gateway_settings_key_and_listeners(
         section.listen_host.setText("127.0.0.1")
         section.listen_port.setValue(port)
         section.cors_origins.setText("http://localhost:3000, http://app.example")
+        assert section.pass_through.isChecked()
+        section.pass_through.setChecked(False)
         assert page.save_button.isEnabled()
         page.save_button.click()
         await wait_until(lambda: page.message.text().startswith("Saved"), 10, "the save")
@@ -81,6 +83,7 @@ def test_gateway_settings_key_and_listeners(
         assert saved.idle_ttl_s == 600 and saved.max_resident == 2
         assert (saved.listen_host, saved.listen_port) == ("127.0.0.1", port)
         assert saved.cors_origins == ["http://localhost:3000", "http://app.example"]
+        assert saved.pass_through is False
         second = f"http://127.0.0.1:{port}/v1"
         await wait_until(lambda: second in section.listeners_text(), 10, "the second address")
         assert _models(second, None) == 200

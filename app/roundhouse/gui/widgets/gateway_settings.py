@@ -119,9 +119,13 @@ class GatewaySettingsSection(QGroupBox):
         self.media_domains.setToolTip(
             GatewaySettings.model_fields["media_domains"].description or ""
         )
+        self.pass_through = QCheckBox(
+            "Send Anthropic and Responses requests to engines that speak them themselves"
+        )
+        self.pass_through.setToolTip(GatewaySettings.model_fields["pass_through"].description or "")
         self.names = ModelNamesEditor()
         self.names.changed.connect(self._on_changed)
-        for check in (self.just_in_time, self.ollama_port):
+        for check in (self.just_in_time, self.ollama_port, self.pass_through):
             check.toggled.connect(self._on_changed)
         for spin in (self.idle_ttl, self.max_resident, self.max_concurrent, self.queue_size):
             spin.valueChanged.connect(self._on_changed)
@@ -195,6 +199,16 @@ class GatewaySettingsSection(QGroupBox):
             )
         )
         form.addRow("Ollama's address:", ollama_box)
+        pass_box = QVBoxLayout()
+        pass_box.addWidget(self.pass_through)
+        pass_box.addWidget(
+            _hint(
+                "Off: every request is translated to chat completions, for an engine whose own "
+                "Anthropic or Responses endpoint misbehaves. Replies say which way each went "
+                "(x-roundhouse-path)."
+            )
+        )
+        form.addRow("Pass through:", pass_box)
         names_box = QVBoxLayout()
         names_box.addWidget(self.names)
         names_box.addWidget(
@@ -247,6 +261,7 @@ class GatewaySettingsSection(QGroupBox):
             f"Also answer on Ollama's address, 127.0.0.1:{gateway.ollama_port}"
         )
         self.ollama_port.setChecked(gateway.ollama_port_enabled)
+        self.pass_through.setChecked(gateway.pass_through)
         self.allowed_hosts.setText(", ".join(gateway.allowed_hosts))
         self.cors_origins.setText(", ".join(gateway.cors_origins))
         self.media_domains.setText(", ".join(gateway.media_domains))
@@ -267,6 +282,7 @@ class GatewaySettingsSection(QGroupBox):
             listen_port=self.listen_port.value(),
             ollama_port_enabled=self.ollama_port.isChecked(),
             ollama_port=self._ollama_port_number,
+            pass_through=self.pass_through.isChecked(),
             allowed_hosts=_names(self.allowed_hosts.text()),
             cors_origins=_names(self.cors_origins.text()),
             media_domains=_names(self.media_domains.text()),
