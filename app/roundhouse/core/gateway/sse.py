@@ -43,9 +43,13 @@ def _usage_chunk(event: bytes) -> dict[str, Any] | None:
 def _anthropic_usage(chunk: dict[str, Any], last: Any) -> Any:
     """The usage a chunk carries. Anthropic's stream (an engine's own /v1/messages) says the
     prompt's in `message_start`'s message and the output's in `message_delta`: merged, so
-    the last usage seen has both."""
+    the last usage seen has both. The Responses API's (an engine's own /v1/responses) says
+    it in the response its last event carries."""
     usage = chunk.get("usage")
     kind = chunk.get("type")
+    if kind in ("response.completed", "response.incomplete", "response.failed"):
+        response = chunk.get("response")
+        return response.get("usage") if isinstance(response, dict) else None
     if kind == "message_start":
         message = chunk.get("message")
         return message.get("usage") if isinstance(message, dict) else None

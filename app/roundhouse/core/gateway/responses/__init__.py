@@ -1,0 +1,1 @@
+"""OpenAI's Responses API on the gateway: passed through or translated to chat completions."""

@@ -1,0 +1,320 @@
+"""An engine's chat completion stream turned into the Responses API's event stream.
+
+OpenAI's sequence (what `client.responses.stream(...).get_final_response()` rebuilds the
+response from): `response.created`, `response.in_progress`; for each output item in turn
+`response.output_item.added`, its content (a message's `content_part.added`, its
+`output_text.delta`s, `output_text.done`, `content_part.done`; a function call's
+`function_call_arguments.delta`s and `.done`; reasoning's `reasoning_text.delta`s and
+`.done`), `response.output_item.done`; last `response.completed` (or `response.incomplete`
+when the reply reached max_output_tokens) with the whole response and its usage. Every
+event has an `event:` line and a `sequence_number` counting from 0. Items never interleave:
+reasoning, text and each tool call (by its chat index) are closed before the next opens; a
+call whose name has not come yet is held until it does, since its item opens with it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from roundhouse.core.gateway.anthropic.reply import reasoning_of
+from roundhouse.core.gateway.responses.reply import (
+    call_id,
+    call_item,
+    message_item,
+    reasoning_item,
+    response,
+    response_id,
+    usage,
+)
+from roundhouse.core.gateway.surface import StreamConverter
+
+log = logging.getLogger(__name__)
+
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+# Called with the finished response (completed or incomplete) as the stream ends.
+OnDone = Callable[[dict[str, Any]], None]
+
+
+def sse(data: dict[str, Any]) -> bytes:
+    """One event as OpenAI writes it: an `event:` line naming its type, then its data."""
+    kind: str = data["type"]
+    return b"event: " + kind.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
+
+
+def payloads(chunk: bytes) -> list[bytes]:
+    """The data of each whole event in `chunk` (the relay yields whole events only)."""
+    out = []
+    for event in _EVENT_END.split(chunk):
+        lines = [line[5:].strip() for line in event.splitlines() if line.startswith(b"data:")]
+        if lines:
+            out.append(b"\n".join(lines))
+    return out
+
+
+def error_event(error: object, sequence_number: int) -> dict[str, Any]:
+    """The stream's `error` event: OpenAI's fields, and an `error` object the SDK raises."""
+    message = error.get("message") if isinstance(error, dict) else error
+    text = message if isinstance(message, str) and message else "The engine's stream failed."
+    code = error.get("code") if isinstance(error, dict) else None
+    code = code if isinstance(code, str) else "server_error"
+    return {
+        "type": "error",
+        "sequence_number": sequence_number,
+        "code": code,
+        "message": text,
+        "param": None,
+        "error": {"type": "server_error", "code": code, "message": text},
+    }
+
+
+class _Translator:
+    """The state of one stream: the items done, the one open, what each tool call said."""
+
+    def __init__(self, request: dict[str, Any], model: str) -> None:
+        self.request = request
+        self.model = model
+        self.seq = 0
+        self.rid = ""
+        self.created_at: int | None = None
+        self.output: list[dict[str, Any]] = []
+        self.item: dict[str, Any] | None = None  # the open item, as it will be when done
+        self.kind: str | None = None  # "reasoning", "message" or "tool:<chat index>"
+        self.finish: object = None
+        self.usage: object = None
+        # Per chat tool call index: its id, name and the arguments held until the name came.
+        self.pending: dict[int, dict[str, Any]] = {}
+        self.done_tools: set[int] = set()
+
+    def event(self, kind: str, **fields: Any) -> bytes:
+        data = {"type": kind, "sequence_number": self.seq, **fields}
+        self.seq += 1
+        return sse(data)
+
+    def snapshot(self, status: str, usage_: dict[str, Any] | None = None) -> dict[str, Any]:
+        return response(
+            self.rid,
+            self.request,
+            self.model,
+            status=status,
+            output=list(self.output),
+            usage_=usage_,
+            created_at=self.created_at,
+        )
+
+    def start(self, chunk: dict[str, Any]) -> list[bytes]:
+        self.rid = response_id(chunk.get("id"))
+        created = chunk.get("created")
+        self.created_at = created if isinstance(created, int) else None
+        first = self.snapshot("in_progress")
+        return [
+            self.event("response.created", response=first),
+            self.event("response.in_progress", response=first),
+        ]
+
+    @property
+    def index(self) -> int:
+        return len(self.output)
+
+    def _close(self) -> list[bytes]:
+        item, kind = self.item, self.kind
+        if item is None or kind is None:
+            return []
+        at = {"item_id": item["id"], "output_index": self.index}
+        out: list[bytes] = []
+        if kind == "reasoning":
+            text = item["content"][0]["text"]
+            out.append(self.event("response.reasoning_text.done", content_index=0, text=text, **at))
+        elif kind == "message":
+            part = item["content"][0]
+            out.append(
+                self.event(
+                    "response.output_text.done",
+                    content_index=0,
+                    text=part["text"],
+                    logprobs=[],
+                    **at,
+                )
+            )
+            out.append(self.event("response.content_part.done", content_index=0, part=part, **at))
+            item["status"] = "completed"
+        else:
+            self.done_tools.add(int(kind[5:]))
+            out.append(
+                self.event(
+                    "response.function_call_arguments.done",
+                    arguments=item["arguments"],
+                    name=item["name"],
+                    **at,
+                )
+            )
+            item["status"] = "completed"
+        out.append(self.event("response.output_item.done", output_index=self.index, item=item))
+        self.output.append(item)
+        self.item = self.kind = None
+        return out
+
+    def _open(self, kind: str, item: dict[str, Any]) -> list[bytes]:
+        out = self._close()
+        self.item, self.kind = item, kind
+        added = json.loads(json.dumps(item))  # as it is now: empty, in progress
+        out.append(self.event("response.output_item.added", output_index=self.index, item=added))
+        if kind == "message":
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            out.append(
+                self.event(
+                    "response.content_part.added",
+                    item_id=item["id"],
+                    output_index=self.index,
+                    content_index=0,
+                    part=part,
+                )
+            )
+        return out
+
+    def chunk(self, chunk: dict[str, Any]) -> list[bytes]:
+        out = [] if self.rid else self.start(chunk)
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return out
+        choice = choices[0]
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            out += self._content(delta)
+        if choice.get("finish_reason"):
+            self.finish = choice["finish_reason"]
+        return out
+
+    def _content(self, delta: dict[str, Any]) -> list[bytes]:
+        out: list[bytes] = []
+        reasoning = reasoning_of(delta)
+        if reasoning:
+            if self.kind != "reasoning":
+                out += self._open("reasoning", reasoning_item(""))
+            assert self.item is not None
+            self.item["content"][0]["text"] += reasoning
+            out.append(
+                self.event(
+                    "response.reasoning_text.delta",
+                    item_id=self.item["id"],
+                    output_index=self.index,
+                    content_index=0,
+                    delta=reasoning,
+                )
+            )
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            if self.kind != "message":
+                item = message_item("", status="in_progress")
+                item["content"] = []
+                out += self._open("message", item)
+                assert self.item is not None
+                self.item["content"] = [
+                    {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+                ]
+            assert self.item is not None
+            self.item["content"][0]["text"] += text
+            out.append(
+                self.event(
+                    "response.output_text.delta",
+                    item_id=self.item["id"],
+                    output_index=self.index,
+                    content_index=0,
+                    delta=text,
+                    logprobs=[],
+                )
+            )
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for position, call in enumerate(calls):
+                if isinstance(call, dict):
+                    out += self._tool(call, position)
+        return out
+
+    def _tool(self, call: dict[str, Any], position: int) -> list[bytes]:
+        index = call.get("index")
+        index = index if isinstance(index, int) and not isinstance(index, bool) else position
+        if index in self.done_tools:
+            log.warning("Tool call %d went on after the next began; the rest is dropped.", index)
+            return []
+        held = self.pending.setdefault(index, {"id": None, "name": None, "arguments": ""})
+        if isinstance(call.get("id"), str) and call["id"] and held["id"] is None:
+            held["id"] = call["id"]
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        if isinstance(function.get("name"), str) and function["name"] and held["name"] is None:
+            held["name"] = function["name"]
+        pieces = function.get("arguments")
+        if isinstance(pieces, dict):  # one engine's whole arguments as an object
+            pieces = json.dumps(pieces)
+        pieces = pieces if isinstance(pieces, str) else ""
+        out: list[bytes] = []
+        kind = f"tool:{index}"
+        if self.kind != kind:
+            if held["name"] is None:
+                held["arguments"] += pieces
+                return []
+            item = call_item(call_id(held["id"]), held["name"], "", status="in_progress")
+            out += self._open(kind, item)
+            pieces = held["arguments"] + pieces
+            held["arguments"] = ""
+        if pieces:
+            assert self.item is not None
+            self.item["arguments"] += pieces
+            out.append(
+                self.event(
+                    "response.function_call_arguments.delta",
+                    item_id=self.item["id"],
+                    output_index=self.index,
+                    delta=pieces,
+                )
+            )
+        return out
+
+    def end(self) -> tuple[list[bytes], dict[str, Any]]:
+        out = [] if self.rid else self.start({})
+        out += self._close()
+        status = "incomplete" if self.finish == "length" else "completed"
+        final = self.snapshot(status, usage(self.usage))
+        out.append(self.event(f"response.{status}", response=final))
+        return out, final
+
+
+def chat_to_responses(request: dict[str, Any], model: str, on_done: OnDone) -> StreamConverter:
+    """A StreamConverter from an engine's chat completion events to Responses events;
+    `on_done` gets the finished response."""
+
+    async def convert(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        state = _Translator(request, model)
+        async for chunk in events:
+            out: list[bytes] = []
+            for data in payloads(chunk):
+                if data == b"[DONE]":
+                    continue
+                try:
+                    parsed = json.loads(data)
+                except ValueError:
+                    continue
+                if not isinstance(parsed, dict):
+                    continue
+                if "error" in parsed and "choices" not in parsed:
+                    # The engine or the relay broke off: the response is not finished (no
+                    # response.completed), and the SDK raises on the error event.
+                    if not state.rid:
+                        out += state.start({})
+                    out.append(sse(error_event(parsed["error"], state.seq)))
+                    yield b"".join(out)
+                    return
+                out += state.chunk(parsed)
+            if out:
+                yield b"".join(out)
+        out, final = state.end()
+        on_done(final)
+        yield b"".join(out)
+
+    return convert
