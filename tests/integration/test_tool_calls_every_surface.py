@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import ollama
 import pytest
 from anthropic import Anthropic
@@ -24,6 +25,7 @@ from tests.daemon_process import DaemonProcess, start_ready
 from tests.fakes.openai_engines.shapes import ARGUMENT_PIECES, REASONING_PIECES
 from tests.fixtures import engine_shapes as shapes
 from tests.fixtures.chat_templates import write_model
+from tests.responses_stream import check_stream, parse_sse
 from tests.security.engine_targets import daemon_with, program, sglang_python
 
 SHAPES = ("llamacpp", "vllm", "sglang")
@@ -278,3 +280,72 @@ def test_ollama_chat_tool_round_trip(served: Served, shape: str, stream: bool) -
     assert sent["function"]["name"] == shapes.TOOL_NAME
     assert json.loads(sent["function"]["arguments"]) == shapes.ARGUMENTS
     assert tool == {"role": "tool", "tool_call_id": sent["id"], "content": RESULT}
+
+
+RESPONSES_TOOLS = [
+    {
+        "type": "function",
+        "name": shapes.TOOL_NAME,
+        "description": "The weather now in a place.",
+        "parameters": shapes.TOOLS[0]["function"]["parameters"],
+    }
+]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_openai_responses_tool_round_trip(served: Served, shape: str, stream: bool) -> None:
+    """The official `openai` client's Responses API: the engine's thoughts as a reasoning
+    item, its call as a function_call item (streamed: every event checked, and the SDK's
+    own `responses.stream()` rebuilding the response); the output sent back with the
+    function_call_output reaches the engine as the call and a `tool` message, and
+    previous_response_id does the same from the daemon's store."""
+    client = OpenAI(base_url=served.daemon.url + "/v1", api_key="unused", max_retries=0)
+    model = f"q-{shape}"
+    if stream:
+        body = {"model": model, "input": QUESTION, "tools": RESPONSES_TOOLS, "stream": True}
+        raw = httpx.post(served.daemon.url + "/v1/responses", json=body, timeout=60)
+        assert raw.status_code == 200, raw.text
+        # These engines serve no /v1/responses here: the gateway translated both ways.
+        assert raw.headers["x-roundhouse-path"] == "translated"
+        check_stream(parse_sse(raw.content))
+        with client.responses.stream(
+            model=model,
+            input=QUESTION,
+            tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+        ) as events:
+            first = events.get_final_response()
+    else:
+        first = client.responses.create(
+            model=model,
+            input=QUESTION,
+            tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+        )
+    assert [item.type for item in first.output] == ["reasoning", "function_call"]
+    thought, call = first.output
+    assert thought.content[0].text == shapes.REASONING  # type: ignore[union-attr,index]
+    assert call.name == shapes.TOOL_NAME  # type: ignore[union-attr]
+    assert json.loads(call.arguments) == shapes.ARGUMENTS  # type: ignore[union-attr]
+    assert first.status == "completed"
+    assert first.usage is not None and first.usage.output_tokens == CALL_TOKENS
+    call_id = call.call_id  # type: ignore[union-attr]
+    output = {"type": "function_call_output", "call_id": call_id, "output": RESULT}
+    answer = client.responses.create(
+        model=model,
+        input=[
+            {"role": "user", "content": QUESTION},
+            *[item.model_dump(exclude_none=True) for item in first.output],
+            output,
+        ],  # type: ignore[arg-type]
+        tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+    )
+    assert answer.output_text == shapes.CONTENT
+    _check_engine_saw_the_result(served, shape, call_id)
+    chained = client.responses.create(
+        model=model,
+        previous_response_id=first.id,
+        input=[output],  # type: ignore[list-item]
+        tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+    )
+    assert chained.output_text == shapes.CONTENT
+    _check_engine_saw_the_result(served, shape, call_id)
