@@ -17,9 +17,9 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-def response_id(chat_id: object) -> str:
-    if isinstance(chat_id, str) and chat_id:
-        return f"resp_{chat_id.removeprefix('chatcmpl-')}"
+def response_id() -> str:
+    """A fresh id: never the engine's chat id, which the store would then key on (an engine
+    or a stand-in may repeat one, and the id must name one conversation)."""
     return new_id("resp")
 
 
@@ -147,7 +147,7 @@ def from_chat(raw: bytes, request: dict[str, Any], model: str) -> dict[str, Any]
     incomplete = isinstance(choice, dict) and choice.get("finish_reason") == "length"
     created = body.get("created") if isinstance(body, dict) else None
     return response(
-        response_id(body.get("id") if isinstance(body, dict) else None),
+        response_id(),
         request,
         model,
         status="incomplete" if incomplete else "completed",

@@ -106,7 +106,7 @@ class _Translator:
         )
 
     def start(self, chunk: dict[str, Any]) -> list[bytes]:
-        self.rid = response_id(chunk.get("id"))
+        self.rid = response_id()
         created = chunk.get("created")
         self.created_at = created if isinstance(created, int) else None
         first = self.snapshot("in_progress")
