@@ -1,5 +1,6 @@
-"""No request lost under load: many concurrent requests, streamed and not, through the
-gateway to the real llama-server, whose kept-alive connections end under the daemon's
+"""No request lost under load: many concurrent requests on every API surface (OpenAI chat
+and completions, Anthropic Messages, OpenAI Responses, Ollama's chat), streamed and not,
+through the gateway to the real llama-server, whose kept-alive connections end under the daemon's
 feet (cpp-httplib closes one after a few requests); every one is answered in full."""
 
 from __future__ import annotations
@@ -7,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -19,7 +21,7 @@ from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_r
 
 READY_TIMEOUT_S = 60.0
 STREAMS = 16
-REQUESTS = 120
+REQUESTS = 150
 # The whole run: a few seconds with the tiny model, on one engine thread.
 RUN_TIMEOUT_S = 120.0
 
@@ -44,17 +46,55 @@ def served(
             daemon.stop(timeout=60)
 
 
+@dataclass(frozen=True)
+class Kind:
+    """One API surface's request, and how its streamed reply says it ended."""
+
+    path: str
+    body: Callable[[int], dict[str, object]]
+    # Present in a streamed reply answered in full (the last event each API sends).
+    ends_with: str
+
+
+KINDS = [
+    Kind(
+        "/v1/chat/completions",
+        lambda n: {"messages": [{"role": "user", "content": f"Count to {n}"}], "max_tokens": 4},
+        "data: [DONE]",
+    ),
+    Kind(
+        "/v1/completions",
+        lambda n: {"prompt": f"Once upon a time {n}", "max_tokens": 4},
+        "data: [DONE]",
+    ),
+    Kind(
+        "/v1/messages",
+        lambda n: {"messages": [{"role": "user", "content": f"Count to {n}"}], "max_tokens": 4},
+        "event: message_stop",
+    ),
+    Kind(
+        "/v1/responses",
+        lambda n: {"input": f"Count to {n}", "max_output_tokens": 4, "store": False},
+        "event: response.completed",
+    ),
+    Kind(
+        "/api/chat",
+        lambda n: {
+            "messages": [{"role": "user", "content": f"Count to {n}"}],
+            "options": {"num_predict": 4},
+        },
+        '"done":true',
+    ),
+]
+
+
 async def _one(client: httpx.AsyncClient, model: str, n: int) -> str | None:
-    """Request number `n` (chat or completions, streamed or not, in turn): None when it
-    was answered in full, else what went wrong."""
-    stream = n % 2 == 0
-    if n % 4 < 2:
-        path = "/v1/chat/completions"
-        body: dict[str, object] = {"messages": [{"role": "user", "content": f"Count to {n}"}]}
-    else:
-        path = "/v1/completions"
-        body = {"prompt": f"Once upon a time {n}"}
-    body |= {"model": model, "max_tokens": 4, "stream": stream}
+    """Request number `n` (each API surface in turn, streamed or not): None when it was
+    answered in full, else what went wrong."""
+    kind = KINDS[n % len(KINDS)]
+    stream = (n // len(KINDS)) % 2 == 0
+    path = kind.path
+    body = kind.body(n) | {"model": model, "stream": stream}
     try:
         if not stream:
             reply = await client.post(path, json=body)
@@ -66,8 +106,8 @@ async def _one(client: httpx.AsyncClient, model: str, n: int) -> str | None:
             text = (await streamed.aread()).decode()
             if streamed.status_code != 200:
                 return f"{path} (streamed) {streamed.status_code}: {text[:300]}"
-            if "data: [DONE]" not in text:
-                return f"{path} (streamed) ended without [DONE]: {text[-300:]}"
+            if kind.ends_with not in text.replace('": ', '":'):
+                return f"{path} (streamed) ended without {kind.ends_with}: {text[-300:]}"
             return None
     except httpx.HTTPError as exc:
         return f"{path} {'(streamed) ' if stream else ''}{exc.__class__.__name__}: {exc}"
