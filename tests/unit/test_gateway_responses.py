@@ -369,3 +369,15 @@ def test_previous_response_id_is_expanded_stripped_and_store_false_keeps_nothing
     assert plan.reply is not None
     done = json.loads(plan.reply(200, json.dumps(engine).encode()))
     assert surface.store.get(done["id"]) is None
+
+
+def test_gateway_security_md_lists_every_responses_field() -> None:
+    from pathlib import Path
+
+    from roundhouse.core.gateway.responses.request import RESPONSES_FIELDS, SERVER_ONLY
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gateway-security.md").read_text()
+    section = doc[doc.index("OpenAI's Responses API (`/v1/responses`)") :]
+    section = section[: section.index("###")]
+    for name in sorted(RESPONSES_FIELDS | set(SERVER_ONLY)):
+        assert f"`{name}`" in section, name
