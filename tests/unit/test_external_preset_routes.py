@@ -183,7 +183,7 @@ def test_a_key_kept_for_a_plain_http_remote_endpoint_warns() -> None:
 
 def _render(answer: InstanceList) -> str:
     out = io.StringIO()
-    Console(file=out, width=200, color_system=None).print(instances_view(answer))
+    Console(file=out, width=200, color_system=None).print(instances_view(answer, width=200))
     return out.getvalue()
 
 
