@@ -130,7 +130,8 @@ def _responses_tokens(events: list[bytes]) -> int:
         (
             p["response"]["usage"]["output_tokens"]
             for p in _payloads(events)
-            if p.get("type") == "response.completed"
+            # A reply cut at max_output_tokens ends with response.incomplete, as OpenAI's does.
+            if p.get("type") in ("response.completed", "response.incomplete")
         ),
         default=0,
     )
