@@ -9,7 +9,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
+from openai import OpenAI
 
 from roundhouse.core.gateway.errors import BadRequest, ContextTooLong
 from roundhouse.core.gateway.fields import FieldRefused, MediaRefused
@@ -236,6 +238,116 @@ def test_a_stream_in_each_engines_shape_is_a_valid_sequence(shape: str, kind: st
     assert final["usage"]["input_tokens"] == usage["prompt_tokens"]
     assert final["usage"]["output_tokens"] == usage["completion_tokens"]
     assert kept == [final]
+
+
+def _second_call(chunk: dict[str, Any]) -> dict[str, Any]:
+    """`chunk` (a tool-call delta in an engine's bytes) as the same engine says a second call:
+    index 1, its own id, other arguments."""
+    second = json.loads(json.dumps(chunk))
+    for call in second["choices"][0]["delta"]["tool_calls"]:
+        call["index"] = 1
+        if isinstance(call.get("id"), str):
+            call["id"] += "b"
+        function = call.get("function") or {}
+        if isinstance(function.get("arguments"), str):
+            function["arguments"] = function["arguments"].replace("Paris", "Lyon")
+    return second
+
+
+def _two_calls(shape: str, *, together: bool) -> bytes:
+    """The engine's recorded reasoning and call, then a second call by index 1 (after the
+    first, as llama.cpp, vLLM and SGLang send parallel calls; or `together`, each delta of
+    both calls in one chunk), in its own bytes."""
+    events = shapes.stream_events(shape, "reasoning_tool")
+    calls = [i for i, e in enumerate(events) if (e.get("choices") or [{}])[0].get("delta", {})
+             .get("tool_calls")]  # fmt: skip
+    if together:
+        for i in calls:
+            delta = events[i]["choices"][0]["delta"]
+            delta["tool_calls"] += _second_call(events[i])["choices"][0]["delta"]["tool_calls"]
+    else:
+        seconds = [_second_call(events[i]) for i in calls]
+        events[calls[-1] + 1 : calls[-1] + 1] = seconds
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    return body + b"data: [DONE]\n\n"
+
+
+def _sdk_final(raw: bytes) -> dict[str, Any]:
+    """The response the openai client's `responses.stream()` rebuilds from a stream's bytes
+    (served as an HTTP reply to it)."""
+    reply = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=raw)
+    transport = httpx.MockTransport(lambda _: reply)
+    with (
+        OpenAI(
+            base_url="http://gateway.invalid/v1",
+            api_key="k",
+            http_client=httpx.Client(transport=transport),
+        ) as client,
+        client.responses.stream(model="m", input="x") as stream,
+    ):
+        for _ in stream:
+            pass
+        return stream.get_final_response().model_dump(mode="json", exclude_none=True)
+
+
+@pytest.mark.parametrize("together", [False, True])
+@pytest.mark.parametrize("shape", shapes.SHAPES)
+def test_several_calls_by_index_become_function_call_items_in_order(
+    shape: str, together: bool
+) -> None:
+    raw = asyncio.run(_convert(_two_calls(shape, together=together), []))
+    events = parse_sse(raw)
+    final = check_stream(events)
+    if not together:
+        # One after another, as OpenAI streams them: the first call is done before the next
+        # is added.
+        order = [
+            (e["type"].rsplit(".", 1)[-1], e["output_index"])
+            for e in events
+            if e["type"] in ("response.output_item.added", "response.output_item.done")
+        ]
+        assert order == [
+            ("added", 0),
+            ("done", 0),
+            ("added", 1),
+            ("done", 1),
+            ("added", 2),
+            ("done", 2),
+        ]
+    # The openai client rebuilds the same response from these bytes.
+    assert _sdk_final(raw)["output"] == final["output"]
+    assert [i["type"] for i in final["output"]] == ["reasoning", "function_call", "function_call"]
+    first, second = final["output"][1:]
+    assert json.loads(first["arguments"]) == shapes.ARGUMENTS
+    assert json.loads(second["arguments"]) == {**shapes.ARGUMENTS, "location": "Lyon, France"}
+    assert first["name"] == second["name"] == shapes.TOOL_NAME
+    assert first["call_id"] and second["call_id"] and first["call_id"] != second["call_id"]
+    assert final["output"][0]["content"][0]["text"] == shapes.REASONING
+    # Sent back whole, both calls are one assistant turn, each output its tool message.
+    outputs = [
+        {"type": "function_call_output", "call_id": c["call_id"], "output": "ok"}
+        for c in (first, second)
+    ]
+    chat = _translate({"model": "m", "input": [*final["output"], *outputs]})
+    turn = chat["messages"][0]
+    assert turn["role"] == "assistant" and turn["reasoning_content"] == shapes.REASONING
+    assert [c["id"] for c in turn["tool_calls"]] == [first["call_id"], second["call_id"]]
+    assert [m["role"] for m in chat["messages"][1:]] == ["tool", "tool"]
+
+
+def test_a_calls_arguments_before_its_name_are_held_until_the_name_comes() -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": '{"a": '}}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "function": {"name": "w", "arguments": "1}"}}]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]  # fmt: skip
+    raw = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    final = check_stream(parse_sse(asyncio.run(_convert(raw + b"data: [DONE]\n\n", []))))
+    assert [(i["call_id"], i["name"], i["arguments"]) for i in final["output"]] == [
+        ("call_1", "w", '{"a": 1}')
+    ]
 
 
 def test_a_broken_stream_ends_with_an_error_event_and_no_completion() -> None:

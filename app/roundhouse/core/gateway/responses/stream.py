@@ -7,9 +7,11 @@ response from): `response.created`, `response.in_progress`; for each output item
 `function_call_arguments.delta`s and `.done`; reasoning's `reasoning_text.delta`s and
 `.done`), `response.output_item.done`; last `response.completed` (or `response.incomplete`
 when the reply reached max_output_tokens) with the whole response and its usage. Every
-event has an `event:` line and a `sequence_number` counting from 0. Items never interleave:
-reasoning, text and each tool call (by its chat index) are closed before the next opens; a
-call whose name has not come yet is held until it does, since its item opens with it.
+event has an `event:` line and a `sequence_number` counting from 0. Reasoning and text are
+each closed before the next item opens, and so is a tool call (by its chat index) whose
+arguments are whole JSON when the next begins; calls whose arguments an engine interleaves
+stay open side by side, each event naming its item's output index. A call whose name has not
+come yet is held until it does, since its item opens with it.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def error_event(error: object, sequence_number: int) -> dict[str, Any]:
 
 
 class _Translator:
-    """The state of one stream: the items done, the one open, what each tool call said."""
+    """The state of one stream: the items added (by output index), the ones still open, what
+    each tool call said."""
 
     def __init__(self, request: dict[str, Any], model: str) -> None:
         self.request = request
@@ -80,9 +83,10 @@ class _Translator:
         self.seq = 0
         self.rid = ""
         self.created_at: int | None = None
+        # Every item added, at its output index, as it will be when done.
         self.output: list[dict[str, Any]] = []
-        self.item: dict[str, Any] | None = None  # the open item, as it will be when done
-        self.kind: str | None = None  # "reasoning", "message" or "tool:<chat index>"
+        # The items open now: "reasoning", "message" or "tool:<chat index>" -> output index.
+        self.open: dict[str, int] = {}
         self.finish: object = None
         self.usage: object = None
         # Per chat tool call index: its id, name and the arguments held until the name came.
@@ -115,15 +119,16 @@ class _Translator:
             self.event("response.in_progress", response=first),
         ]
 
-    @property
-    def index(self) -> int:
-        return len(self.output)
+    def _item(self, kind: str) -> tuple[dict[str, Any], int]:
+        index = self.open[kind]
+        return self.output[index], index
 
-    def _close(self) -> list[bytes]:
-        item, kind = self.item, self.kind
-        if item is None or kind is None:
+    def _close(self, kind: str) -> list[bytes]:
+        if kind not in self.open:
             return []
-        at = {"item_id": item["id"], "output_index": self.index}
+        item, index = self._item(kind)
+        del self.open[kind]
+        at = {"item_id": item["id"], "output_index": index}
         out: list[bytes] = []
         if kind == "reasoning":
             text = item["content"][0]["text"]
@@ -152,28 +157,50 @@ class _Translator:
                 )
             )
             item["status"] = "completed"
-        out.append(self.event("response.output_item.done", output_index=self.index, item=item))
-        self.output.append(item)
-        self.item = self.kind = None
+        out.append(self.event("response.output_item.done", output_index=index, item=item))
+        return out
+
+    def _close_all(self, keep: Callable[[str], bool] = lambda kind: False) -> list[bytes]:
+        out: list[bytes] = []
+        for kind in sorted(self.open, key=self.open.__getitem__):
+            if not keep(kind):
+                out += self._close(kind)
         return out
 
     def _open(self, kind: str, item: dict[str, Any]) -> list[bytes]:
-        out = self._close()
-        self.item, self.kind = item, kind
+        if kind.startswith("tool:"):
+            # A call's item opens beside other calls whose arguments may still come (an
+            # engine may interleave them); a call whose arguments are whole JSON already is
+            # done, so the usual one-after-another order stays as OpenAI streams it.
+            out = self._close_all(lambda k: k.startswith("tool:") and not self._whole(k))
+        else:
+            out = self._close_all()
+        index = len(self.output)
+        self.output.append(item)
+        self.open[kind] = index
         added = json.loads(json.dumps(item))  # as it is now: empty, in progress
-        out.append(self.event("response.output_item.added", output_index=self.index, item=added))
+        out.append(self.event("response.output_item.added", output_index=index, item=added))
         if kind == "message":
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             out.append(
                 self.event(
                     "response.content_part.added",
                     item_id=item["id"],
-                    output_index=self.index,
+                    output_index=index,
                     content_index=0,
                     part=part,
                 )
             )
         return out
+
+    def _whole(self, kind: str) -> bool:
+        """Whether an open call's arguments so far are a whole JSON value."""
+        item, _ = self._item(kind)
+        try:
+            json.loads(item["arguments"])
+        except ValueError:
+            return False
+        return True
 
     def chunk(self, chunk: dict[str, Any]) -> list[bytes]:
         out = [] if self.rid else self.start(chunk)
@@ -194,36 +221,35 @@ class _Translator:
         out: list[bytes] = []
         reasoning = reasoning_of(delta)
         if reasoning:
-            if self.kind != "reasoning":
+            if "reasoning" not in self.open:
                 out += self._open("reasoning", reasoning_item(""))
-            assert self.item is not None
-            self.item["content"][0]["text"] += reasoning
+            item, index = self._item("reasoning")
+            item["content"][0]["text"] += reasoning
             out.append(
                 self.event(
                     "response.reasoning_text.delta",
-                    item_id=self.item["id"],
-                    output_index=self.index,
+                    item_id=item["id"],
+                    output_index=index,
                     content_index=0,
                     delta=reasoning,
                 )
             )
         text = delta.get("content")
         if isinstance(text, str) and text:
-            if self.kind != "message":
+            if "message" not in self.open:
                 item = message_item("", status="in_progress")
                 item["content"] = []
                 out += self._open("message", item)
-                assert self.item is not None
-                self.item["content"] = [
+                item["content"] = [
                     {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
                 ]
-            assert self.item is not None
-            self.item["content"][0]["text"] += text
+            item, index = self._item("message")
+            item["content"][0]["text"] += text
             out.append(
                 self.event(
                     "response.output_text.delta",
-                    item_id=self.item["id"],
-                    output_index=self.index,
+                    item_id=item["id"],
+                    output_index=index,
                     content_index=0,
                     delta=text,
                     logprobs=[],
@@ -240,7 +266,7 @@ class _Translator:
         index = call.get("index")
         index = index if isinstance(index, int) and not isinstance(index, bool) else position
         if index in self.done_tools:
-            log.warning("Tool call %d went on after the next began; the rest is dropped.", index)
+            log.warning("Tool call %d went on after it was whole; the rest is dropped.", index)
             return []
         held = self.pending.setdefault(index, {"id": None, "name": None, "arguments": ""})
         if isinstance(call.get("id"), str) and call["id"] and held["id"] is None:
@@ -255,7 +281,7 @@ class _Translator:
         pieces = pieces if isinstance(pieces, str) else ""
         out: list[bytes] = []
         kind = f"tool:{index}"
-        if self.kind != kind:
+        if kind not in self.open:
             if held["name"] is None:
                 held["arguments"] += pieces
                 return []
@@ -264,13 +290,13 @@ class _Translator:
             pieces = held["arguments"] + pieces
             held["arguments"] = ""
         if pieces:
-            assert self.item is not None
-            self.item["arguments"] += pieces
+            item, at = self._item(kind)
+            item["arguments"] += pieces
             out.append(
                 self.event(
                     "response.function_call_arguments.delta",
-                    item_id=self.item["id"],
-                    output_index=self.index,
+                    item_id=item["id"],
+                    output_index=at,
                     delta=pieces,
                 )
             )
@@ -278,7 +304,7 @@ class _Translator:
 
     def end(self) -> tuple[list[bytes], dict[str, Any]]:
         out = [] if self.rid else self.start({})
-        out += self._close()
+        out += self._close_all()
         status = "incomplete" if self.finish == "length" else "completed"
         final = self.snapshot(status, usage(self.usage))
         out.append(self.event(f"response.{status}", response=final))
