@@ -129,6 +129,7 @@ def _engine_chat(served: Served, messages: list[dict[str, Any]], max_tokens: int
 
 
 def test_a_response_with_instructions_counts_as_the_engine_does(served: Served, path: str) -> None:
+    before = served.usage()
     raw = served.client.responses.with_raw_response.create(
         model=served.model,
         instructions="You are terse.",
@@ -158,6 +159,12 @@ def test_a_response_with_instructions_counts_as_the_engine_does(served: Served, 
     assert response.usage.total_tokens == (
         response.usage.input_tokens + response.usage.output_tokens
     )
+    # The gateway's own count of a whole reply: the engine's numbers, under this API and path.
+    after = served.usage()
+    assert after["prompt_tokens"] - before["prompt_tokens"] == response.usage.input_tokens
+    assert after["completion_tokens"] - before["completion_tokens"] == response.usage.output_tokens
+    label = f"responses/{path}"
+    assert after["by_api"].get(label, 0) == before["by_api"].get(label, 0) + 1
     if path == "translated":
         # The engine said why it stopped: the reply says so as OpenAI does.
         assert response.status == "incomplete"
