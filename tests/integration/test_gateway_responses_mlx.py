@@ -151,3 +151,16 @@ def test_a_function_tool_history_and_previous_response_id(served: Served) -> Non
             model=served.model, previous_response_id="resp_gone", input="Hi."
         )
     assert caught.value.body["code"] == "previous_response_not_found"  # type: ignore[index]
+
+
+def test_store_false_keeps_nothing(served: Served) -> None:
+    kept = served.client.responses.create(
+        model=served.model, input="Hi.", max_output_tokens=2, store=False
+    )
+    assert kept.store is False
+    with pytest.raises(openai.BadRequestError) as caught:
+        served.client.responses.create(
+            model=served.model, previous_response_id=kept.id, input="Hi.", max_output_tokens=2
+        )
+    assert caught.value.body["code"] == "previous_response_not_found"  # type: ignore[index]
+    assert caught.value.body["param"] == "previous_response_id"  # type: ignore[index]
