@@ -67,11 +67,14 @@ class ResponsesSurface:
         if previous is not None:
             history = self.store.get(previous) if isinstance(previous, str) else None
             if history is None:
+                store = self.store
                 raise PreviousResponseNotFound(
                     f"previous_response_id: no response {str(previous)[:80]!r} is kept here "
-                    f"(responses are kept {int(self.store.ttl_s // 60)} minutes, in memory, "
-                    "and not at all with store: false or after the daemon restarts). Send "
-                    "the whole conversation in 'input' instead."
+                    f"(the daemon keeps responses in memory for {int(store.ttl_s // 60)} "
+                    f"minutes, the least recently used dropped first past {store.max_entries} "
+                    f"responses or {store.max_bytes // (1024 * 1024)} MiB, none with store: "
+                    "false or from before the daemon restarted). Send the whole conversation "
+                    "in 'input' instead."
                 )
             items = history + items
             body["input"] = items
