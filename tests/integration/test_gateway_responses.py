@@ -231,6 +231,18 @@ def test_a_function_tool_round_trip(served: Served, path: str) -> None:
     assert bare.usage is not None
     # The call, its result and the tool reach the prompt.
     assert response.usage.input_tokens > bare.usage.input_tokens + 10
+    # The call as a reply's output item carries its id and status: the same prompt.
+    as_output = [history[0], {**history[1], "id": "fc_01", "status": "completed"}, history[2]]
+    again = served.client.responses.create(
+        model=served.model,
+        input=as_output,  # type: ignore[arg-type]
+        tools=[WEATHER_TOOL],  # type: ignore[list-item]
+        tool_choice="auto",
+        max_output_tokens=8,
+        temperature=0,
+    )
+    assert again.usage is not None
+    assert again.usage.input_tokens == response.usage.input_tokens
 
 
 def test_previous_response_id_continues_the_conversation(served: Served, path: str) -> None:
