@@ -442,6 +442,23 @@ def test_the_store_expires_and_is_bounded_by_count_and_bytes() -> None:
     assert store.get("big") is None and len(store) == 0 and store.size == 0
 
 
+def test_the_store_expires_by_the_time_stored_whatever_the_use() -> None:
+    now = [0.0]
+    store = ResponseStore(ttl_s=60, clock=lambda: now[0])
+    store.put("a", [{"n": 1}])
+    now[0] = 30
+    store.put("b", [{"n": 2}])
+    now[0] = 59
+    assert store.get("a") is not None  # used last, but stored first
+    now[0] = 61
+    assert store.get("a") is None and store.get("b") == [{"n": 2}]
+    store.put("b", [{"n": 3}])  # stored again: its hour starts again
+    now[0] = 100
+    assert store.get("b") == [{"n": 3}]
+    now[0] = 162
+    assert store.get("b") is None and len(store) == 0 and store.size == 0
+
+
 def test_the_store_hands_out_copies() -> None:
     store = ResponseStore()
     store.put("a", [{"n": 1}])

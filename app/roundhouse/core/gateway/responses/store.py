@@ -32,8 +32,11 @@ class ResponseStore:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._clock = clock
-        # id -> (when stored, size, the items as JSON)
+        # id -> (when stored, size, the items as JSON), least recently used first
         self._entries: OrderedDict[str, tuple[float, int, bytes]] = OrderedDict()
+        # id -> when stored, oldest first: expiry looks at the front only, not at every entry
+        # on every request.
+        self._stored: OrderedDict[str, float] = OrderedDict()
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -50,7 +53,9 @@ class ResponseStore:
         self._drop(response_id)
         if len(raw) > self.max_bytes:
             return
-        self._entries[response_id] = (self._clock(), len(raw), raw)
+        now = self._clock()
+        self._entries[response_id] = (now, len(raw), raw)
+        self._stored[response_id] = now
         self._bytes += len(raw)
         self._expire()
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
@@ -68,10 +73,14 @@ class ResponseStore:
 
     def _expire(self) -> None:
         oldest_kept = self._clock() - self.ttl_s
-        for rid in [r for r, (at, _, _) in self._entries.items() if at < oldest_kept]:
+        while self._stored:
+            rid, at = next(iter(self._stored.items()))
+            if at >= oldest_kept:
+                break
             self._drop(rid)
 
     def _drop(self, response_id: str) -> None:
         entry = self._entries.pop(response_id, None)
+        self._stored.pop(response_id, None)
         if entry is not None:
             self._bytes -= entry[1]
