@@ -165,11 +165,13 @@ def test_a_response_with_instructions_counts_as_the_engine_does(served: Served, 
     assert after["completion_tokens"] - before["completion_tokens"] == response.usage.output_tokens
     label = f"responses/{path}"
     assert after["by_api"].get(label, 0) == before["by_api"].get(label, 0) + 1
-    if path == "translated":
-        # The engine said why it stopped: the reply says so as OpenAI does.
-        assert response.status == "incomplete"
-        assert response.incomplete_details is not None
-        assert response.incomplete_details.reason == "max_output_tokens"
+    # The engine stopped for length (its chat completion says so): the reply says so as OpenAI
+    # does, on both paths (llama-server's own endpoint says completed; the gateway reads its
+    # count against max_output_tokens).
+    assert engine["choices"][0]["finish_reason"] == "length"
+    assert response.status == "incomplete"
+    assert response.incomplete_details is not None
+    assert response.incomplete_details.reason == "max_output_tokens"
 
 
 def test_a_stream_is_a_valid_sequence_and_counted(served: Served, path: str) -> None:

@@ -423,6 +423,28 @@ def test_an_engines_own_stream_is_made_whole_renamed_counted_and_kept() -> None:
     assert kept == [final]
 
 
+def test_an_engines_completed_reply_that_reached_max_output_tokens_is_incomplete() -> None:
+    """llama-server's endpoint says `completed` even where it stopped for length: with the
+    request's max_output_tokens (4, its output_tokens here) the stream and the store say
+    `incomplete`; with a higher limit it stays `completed`."""
+    for limit, status in ((4, "incomplete"), (5, "completed")):
+        kept: list[dict[str, Any]] = []
+
+        async def run(limit: int = limit, kept: list[dict[str, Any]] = kept) -> bytes:
+            events = relay(
+                _chunks(_llama_server_stream()), forward_usage=True, on_usage=lambda _: None
+            )
+            convert = normalize("client-name", lambda r: None, kept.append, limit)
+            return b"".join([chunk async for chunk in convert(events)])
+
+        events = parse_sse(asyncio.run(run()))
+        final = check_stream(events)
+        assert events[-1]["type"] == f"response.{status}" and final["status"] == status
+        expected = {"reason": "max_output_tokens"} if status == "incomplete" else None
+        assert final.get("incomplete_details") == expected
+        assert kept == [final]
+
+
 # -- previous_response_id and the store ---------------------------------------------------------
 
 

@@ -30,12 +30,31 @@ _PART_EVENTS = frozenset(
 )  # fmt: skip
 
 
+def mark_cut(response: dict[str, Any], limit: object) -> None:
+    """Say `incomplete` where a `completed` response's output reached max_output_tokens:
+    llama-server's endpoint says `completed` whatever stopped it (its chat completions say
+    `length`), and a client reads `incomplete` to know the reply was cut."""
+    usage = response.get("usage")
+    used = usage.get("output_tokens") if isinstance(usage, dict) else None
+    if (
+        response.get("status") == "completed"
+        and isinstance(limit, int)
+        and isinstance(used, int)
+        and used >= limit
+    ):
+        response["status"] = "incomplete"
+        response["incomplete_details"] = {"reason": "max_output_tokens"}
+
+
 class Normalizer:
     """The state of one passed-through stream."""
 
-    def __init__(self, model: str, echo: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(
+        self, model: str, echo: Callable[[dict[str, Any]], None], limit: int | None = None
+    ) -> None:
         self.model = model
         self.echo = echo  # sets what the client asked for on a lifecycle event's response
+        self.limit = limit  # the request's max_output_tokens
         self.seq = 0
         self.indices: dict[str, int] = {}  # item id -> output_index
         self.open: dict[str, dict[str, Any]] = {}  # item id -> what its events said so far
@@ -58,6 +77,9 @@ class Normalizer:
                 response.setdefault("output", [])
                 self.echo(response)
                 if kind in _FINISHED:
+                    mark_cut(response, self.limit)
+                    if response.get("status") == "incomplete":
+                        data["type"] = "response.incomplete"
                     self.done = response
             return [self._out(data)]
         item = data.get("item")
@@ -111,12 +133,16 @@ class Normalizer:
 
 
 def normalize(
-    model: str, echo: Callable[[dict[str, Any]], None], on_done: Callable[[dict[str, Any]], None]
+    model: str,
+    echo: Callable[[dict[str, Any]], None],
+    on_done: Callable[[dict[str, Any]], None],
+    limit: int | None = None,
 ) -> Callable[[AsyncIterator[bytes]], AsyncIterator[bytes]]:
-    """A StreamConverter that passes an engine's Responses events on, made whole."""
+    """A StreamConverter that passes an engine's Responses events on, made whole; `limit`
+    is the request's max_output_tokens (see mark_cut)."""
 
     async def convert(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        state = Normalizer(model, echo)
+        state = Normalizer(model, echo, limit)
         async for chunk in chunks:
             out: list[bytes] = []
             for event in _EVENT_END.split(chunk):

@@ -13,7 +13,7 @@ from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.errors import BadRequest, GatewayError
 from roundhouse.core.gateway.fields import CHAT, screen
 from roundhouse.core.gateway.openai_surface import require_model
-from roundhouse.core.gateway.responses.passthrough import normalize
+from roundhouse.core.gateway.responses.passthrough import mark_cut, normalize
 from roundhouse.core.gateway.responses.reply import engine_error, from_chat, gateway_error
 from roundhouse.core.gateway.responses.request import input_items, screen_responses, to_chat
 from roundhouse.core.gateway.responses.store import ResponseStore
@@ -131,6 +131,8 @@ class ResponsesSurface:
 
     def _passthrough(self, prepared: ResponsesPrepared, native: str) -> Plan:
         model = prepared.model
+        limit = prepared.body.get("max_output_tokens")
+        limit = limit if isinstance(limit, int) else None
 
         def echo(done: dict[str, Any]) -> None:
             # The engine was sent the whole conversation: the client named where it began.
@@ -148,6 +150,7 @@ class ResponsesSurface:
                 return raw
             done["model"] = model
             echo(done)
+            mark_cut(done, limit)
             self._keep(prepared, done)
             return json.dumps(done).encode()
 
@@ -157,7 +160,7 @@ class ResponsesSurface:
             "passthrough",
             changed=bool(prepared.dropped) or prepared.rewritten,
             reply=reply,
-            events=normalize(model, echo, lambda done: self._keep(prepared, done)),
+            events=normalize(model, echo, lambda done: self._keep(prepared, done), limit),
         )
 
     def error(self, exc: GatewayError) -> dict[str, Any]:
