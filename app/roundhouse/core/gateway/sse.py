@@ -26,6 +26,16 @@ def _data_of(event: bytes) -> bytes | None:
     return b"\n".join(line[5:].removeprefix(b" ") for line in lines)
 
 
+def payloads(chunk: bytes) -> list[bytes]:
+    """The `data:` payload of each whole event in `chunk` (the relay yields whole events)."""
+    out = []
+    for event in _EVENT_END.split(chunk):
+        data = _data_of(event)
+        if data is not None:
+            out.append(data)
+    return out
+
+
 def _usage_chunk(event: bytes) -> dict[str, Any] | None:
     """The event's chunk when it carries usage (the only events parsed), else None."""
     if b'"usage"' not in event or _NULL_USAGE.search(event):

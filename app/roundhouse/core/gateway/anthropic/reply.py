@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from roundhouse.core.gateway.chat_stream import reasoning_of
 from roundhouse.core.gateway.errors import ContextTooLong, GatewayError
 
 log = logging.getLogger(__name__)
@@ -130,16 +131,6 @@ def message_id(chat_id: object) -> str:
 
 def tool_use_id(call_id: object) -> str:
     return call_id if isinstance(call_id, str) and call_id else f"toolu_{uuid.uuid4().hex[:24]}"
-
-
-def reasoning_of(message: dict[str, Any]) -> str | None:
-    """The reasoning an engine returned apart from the answer: `reasoning_content`
-    (llama.cpp, SGLang, older vLLM) or `reasoning` (newer vLLM)."""
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def from_chat(raw: bytes, model: str, stop_sequences: Sequence[str]) -> dict[str, Any]:

@@ -15,39 +15,29 @@ tokens and `message_delta` the engine's counts (the SDK takes both from it).
 from __future__ import annotations
 
 import json
-import logging
-import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from roundhouse.core.gateway.anthropic.reply import (
     error_body,
     message_id,
-    reasoning_of,
     stop_reason,
     tool_use_id,
     usage,
 )
+from roundhouse.core.gateway.chat_stream import (
+    ToolCall,
+    ToolCalls,
+    chat_chunks,
+    first_choice,
+    reasoning_of,
+)
 from roundhouse.core.gateway.surface import StreamConverter
-
-log = logging.getLogger(__name__)
-
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
     """One event as Anthropic writes it: an `event:` line, then its data."""
     return b"event: " + event.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
-
-
-def _payloads(chunk: bytes) -> list[bytes]:
-    """The data of each whole event in `chunk` (the relay yields whole events only)."""
-    out = []
-    for event in _EVENT_END.split(chunk):
-        lines = [line[5:].strip() for line in event.splitlines() if line.startswith(b"data:")]
-        if lines:
-            out.append(b"\n".join(lines))
-    return out
 
 
 class _Translator:
@@ -63,9 +53,7 @@ class _Translator:
         self.matched: object = None
         self.usage: object = None
         self.tool_calls = 0
-        # Per chat tool call index: (id, name, arguments held until the name came).
-        self.pending: dict[int, dict[str, Any]] = {}
-        self.done_tools: set[int] = set()
+        self.tools = ToolCalls()
 
     def start(self, chunk: dict[str, Any]) -> list[bytes]:
         self.started = True
@@ -85,7 +73,7 @@ class _Translator:
         if self.open is None:
             return []
         if self.open.startswith("tool:"):
-            self.done_tools.add(int(self.open[5:]))
+            self.tools.done(int(self.open[5:]))
         self.open = None
         return [sse("content_block_stop", {"type": "content_block_stop", "index": self.index})]
 
@@ -104,10 +92,9 @@ class _Translator:
         out = [] if self.started else self.start(chunk)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
-        choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        choice = first_choice(chunk)
+        if choice is None:
             return out
-        choice = choices[0]
         delta = choice.get("delta")
         if isinstance(delta, dict):
             out += self._content(delta)
@@ -128,47 +115,23 @@ class _Translator:
             if self.open != "text":
                 out += self._open("text", {"type": "text", "text": ""})
             out.append(self._delta({"type": "text_delta", "text": text}))
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            for position, call in enumerate(calls):
-                if isinstance(call, dict):
-                    out += self._tool(call, position)
+        for held, pieces in self.tools.take(delta):
+            out += self._tool(held, pieces)
         return out
 
-    def _tool(self, call: dict[str, Any], position: int) -> list[bytes]:
-        index = call.get("index")
-        index = index if isinstance(index, int) and not isinstance(index, bool) else position
-        if index in self.done_tools:
-            # Engines finish one call before the next; a block once closed cannot reopen.
-            log.warning("Tool call %d went on after the next began; the rest is dropped.", index)
-            return []
-        held = self.pending.setdefault(index, {"id": None, "name": None, "arguments": ""})
-        if isinstance(call.get("id"), str) and call["id"] and held["id"] is None:
-            held["id"] = call["id"]
-        function = call.get("function")
-        function = function if isinstance(function, dict) else {}
-        if isinstance(function.get("name"), str) and function["name"] and held["name"] is None:
-            held["name"] = function["name"]
-        pieces = function.get("arguments")
-        if isinstance(pieces, dict):  # one engine's whole arguments as an object
-            pieces = json.dumps(pieces)
-        pieces = pieces if isinstance(pieces, str) else ""
+    def _tool(self, held: ToolCall, pieces: str) -> list[bytes]:
+        assert held.name is not None  # ToolCalls.take holds a call until its name comes
         out: list[bytes] = []
-        kind = f"tool:{index}"
+        kind = f"tool:{held.index}"
         if self.open != kind:
-            if held["name"] is None:
-                held["arguments"] += pieces
-                return []
             block = {
                 "type": "tool_use",
-                "id": tool_use_id(held["id"]),
-                "name": held["name"],
+                "id": tool_use_id(held.id),
+                "name": held.name,
                 "input": {},
             }
             self.tool_calls += 1
             out += self._open(kind, block)
-            pieces = held["arguments"] + pieces
-            held["arguments"] = ""
         if pieces:
             out.append(self._delta({"type": "input_json_delta", "partial_json": pieces}))
         return out
@@ -192,23 +155,13 @@ def chat_to_messages(model: str, stop_sequences: Sequence[str]) -> StreamConvert
 
     async def convert(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         state = _Translator(model, stop_sequences)
-        async for chunk in events:
-            out: list[bytes] = []
-            for data in _payloads(chunk):
-                if data == b"[DONE]":
-                    continue
-                try:
-                    parsed = json.loads(data)
-                except ValueError:
-                    continue
-                if not isinstance(parsed, dict):
-                    continue
-                if "error" in parsed and "choices" not in parsed:
-                    # The engine or the relay broke off: said in Anthropic's shape, and the
-                    # message is not finished (no message_stop), so the SDK raises.
-                    yield b"".join(out) + sse("error", _stream_error(parsed["error"]))
-                    return
-                out += state.chunk(parsed)
+        async for batch in chat_chunks(events):
+            out = [event for chunk in batch.chunks for event in state.chunk(chunk)]
+            if batch.error is not None:
+                # The engine or the relay broke off: said in Anthropic's shape, and the
+                # message is not finished (no message_stop), so the SDK raises.
+                yield b"".join(out) + sse("error", _stream_error(batch.error["error"]))
+                return
             if out:
                 yield b"".join(out)
         yield b"".join(state.end())

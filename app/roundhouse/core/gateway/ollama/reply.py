@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from roundhouse.core.gateway.anthropic.reply import reasoning_of
+from roundhouse.core.gateway.chat_stream import reasoning_of
 from roundhouse.core.gateway.errors import GatewayError
 
 log = logging.getLogger(__name__)

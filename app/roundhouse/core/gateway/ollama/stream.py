@@ -11,11 +11,10 @@ turn is finished (its finish reason, else the stream's end).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from roundhouse.core.gateway.anthropic.reply import reasoning_of
+from roundhouse.core.gateway.chat_stream import ToolCalls, chat_chunks, first_choice, reasoning_of
 from roundhouse.core.gateway.ollama.reply import (
     Clock,
     created_at,
@@ -27,22 +26,10 @@ from roundhouse.core.gateway.ollama.reply import (
 )
 from roundhouse.core.gateway.surface import StreamConverter
 
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
-
 
 def line(data: dict[str, Any]) -> bytes:
     """One NDJSON line, compact as Ollama writes it."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
-def payloads(chunk: bytes) -> list[bytes]:
-    """The data of each whole event in `chunk` (the relay yields whole events only)."""
-    out = []
-    for event in _EVENT_END.split(chunk):
-        lines = [part[5:].strip() for part in event.splitlines() if part.startswith(b"data:")]
-        if lines:
-            out.append(b"\n".join(lines))
-    return out
 
 
 class _Translator:
@@ -53,7 +40,7 @@ class _Translator:
         self.clock = clock
         self.generate = generate
         self.hide_thinking = hide_thinking
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls = ToolCalls()
         self.calls_sent = False
         self.finish: object = None
         self.usage: object = None
@@ -78,10 +65,9 @@ class _Translator:
             self.usage = chunk["usage"]
         if chunk.get("timings"):
             self.timings = chunk["timings"]
-        choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        choice = first_choice(chunk)
+        if choice is None:
             return []
-        choice = choices[0]
         out: list[bytes] = []
         delta = choice.get("delta")
         if isinstance(delta, dict):
@@ -91,12 +77,9 @@ class _Translator:
             if text or thinking:
                 self.clock.first = self.clock.first or Clock.now()
                 out.append(self._line(text, thinking))
-            calls = delta.get("tool_calls")
-            if isinstance(calls, list):
+            if isinstance(delta.get("tool_calls"), list):
                 self.clock.first = self.clock.first or Clock.now()
-                for position, call in enumerate(calls):
-                    if isinstance(call, dict):
-                        self._join(call, position)
+                self.calls.take(delta)  # sent whole at the turn's end (see _calls)
         elif isinstance(choice.get("text"), str) and choice["text"]:  # a completion's
             self.clock.first = self.clock.first or Clock.now()
             out.append(self._line(choice["text"], None))
@@ -105,29 +88,13 @@ class _Translator:
             out += self._calls()
         return out
 
-    def _join(self, call: dict[str, Any], position: int) -> None:
-        index = call.get("index")
-        index = index if isinstance(index, int) and not isinstance(index, bool) else position
-        held = self.calls.setdefault(index, {"id": None, "name": None, "arguments": ""})
-        if isinstance(call.get("id"), str) and call["id"] and held["id"] is None:
-            held["id"] = call["id"]
-        function = call.get("function")
-        function = function if isinstance(function, dict) else {}
-        if isinstance(function.get("name"), str) and function["name"] and held["name"] is None:
-            held["name"] = function["name"]
-        pieces = function.get("arguments")
-        if isinstance(pieces, dict):  # an engine that sends them whole, as an object
-            held["arguments"] = pieces
-        elif isinstance(pieces, str) and isinstance(held["arguments"], str):
-            held["arguments"] += pieces
-
     def _calls(self) -> list[bytes]:
-        if not self.calls or self.calls_sent or self.generate:
+        joined = self.calls.joined()
+        if not joined or self.calls_sent or self.generate:
             return []
         self.calls_sent = True
         calls = [
-            ollama_tool_call(i, held["id"], held["name"], held["arguments"])
-            for i, held in sorted(self.calls.items())
+            ollama_tool_call(held.index, held.id, held.name, held.arguments) for held in joined
         ]
         message = {"role": "assistant", "content": "", "tool_calls": calls}
         return [
@@ -154,23 +121,13 @@ def to_ndjson(model: str, clock: Clock, generate: bool, hide_thinking: bool) -> 
 
     async def convert(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         state = _Translator(model, clock, generate, hide_thinking)
-        async for chunk in events:
-            out: list[bytes] = []
-            for data in payloads(chunk):
-                if data == b"[DONE]":
-                    continue
-                try:
-                    parsed = json.loads(data)
-                except ValueError:
-                    continue
-                if not isinstance(parsed, dict):
-                    continue
-                if "error" in parsed and "choices" not in parsed:
-                    # Broken off: Ollama's clients raise on a line with "error", and no
-                    # done line follows (the answer is not whole).
-                    yield b"".join(out) + line(error_json(message_of(parsed)))
-                    return
-                out += state.chunk(parsed)
+        async for batch in chat_chunks(events):
+            out = [part for chunk in batch.chunks for part in state.chunk(chunk)]
+            if batch.error is not None:
+                # Broken off: Ollama's clients raise on a line with "error", and no done
+                # line follows (the answer is not whole).
+                yield b"".join(out) + line(error_json(message_of(batch.error)))
+                return
             if out:
                 yield b"".join(out)
         yield state.end()

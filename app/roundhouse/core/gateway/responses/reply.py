@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from roundhouse.core.gateway.anthropic.reply import reasoning_of
+from roundhouse.core.gateway.chat_stream import reasoning_of
 from roundhouse.core.gateway.errors import ContextTooLong, GatewayError
 from roundhouse.core.gateway.openai_surface import openai_error_body
 

@@ -17,12 +17,16 @@ come yet is held until it does, since its item opens with it.
 from __future__ import annotations
 
 import json
-import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from roundhouse.core.gateway.anthropic.reply import reasoning_of
+from roundhouse.core.gateway.chat_stream import (
+    ToolCall,
+    ToolCalls,
+    chat_chunks,
+    first_choice,
+    reasoning_of,
+)
 from roundhouse.core.gateway.responses.reply import (
     call_id,
     call_item,
@@ -34,9 +38,6 @@ from roundhouse.core.gateway.responses.reply import (
 )
 from roundhouse.core.gateway.surface import StreamConverter
 
-log = logging.getLogger(__name__)
-
-_EVENT_END = re.compile(rb"\r?\n\r?\n")
 # Called with the finished response (completed or incomplete) as the stream ends.
 OnDone = Callable[[dict[str, Any]], None]
 
@@ -45,16 +46,6 @@ def sse(data: dict[str, Any]) -> bytes:
     """One event as OpenAI writes it: an `event:` line naming its type, then its data."""
     kind: str = data["type"]
     return b"event: " + kind.encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
-
-
-def payloads(chunk: bytes) -> list[bytes]:
-    """The data of each whole event in `chunk` (the relay yields whole events only)."""
-    out = []
-    for event in _EVENT_END.split(chunk):
-        lines = [line[5:].strip() for line in event.splitlines() if line.startswith(b"data:")]
-        if lines:
-            out.append(b"\n".join(lines))
-    return out
 
 
 def error_event(error: object, sequence_number: int) -> dict[str, Any]:
@@ -89,9 +80,7 @@ class _Translator:
         self.open: dict[str, int] = {}
         self.finish: object = None
         self.usage: object = None
-        # Per chat tool call index: its id, name and the arguments held until the name came.
-        self.pending: dict[int, dict[str, Any]] = {}
-        self.done_tools: set[int] = set()
+        self.tools = ToolCalls()
 
     def event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self.seq, **fields}
@@ -147,7 +136,7 @@ class _Translator:
             out.append(self.event("response.content_part.done", content_index=0, part=part, **at))
             item["status"] = "completed"
         else:
-            self.done_tools.add(int(kind[5:]))
+            self.tools.done(int(kind[5:]))
             out.append(
                 self.event(
                     "response.function_call_arguments.done",
@@ -206,10 +195,9 @@ class _Translator:
         out = [] if self.rid else self.start(chunk)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
-        choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        choice = first_choice(chunk)
+        if choice is None:
             return out
-        choice = choices[0]
         delta = choice.get("delta")
         if isinstance(delta, dict):
             out += self._content(delta)
@@ -255,40 +243,17 @@ class _Translator:
                     logprobs=[],
                 )
             )
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            for position, call in enumerate(calls):
-                if isinstance(call, dict):
-                    out += self._tool(call, position)
+        for held, pieces in self.tools.take(delta):
+            out += self._tool(held, pieces)
         return out
 
-    def _tool(self, call: dict[str, Any], position: int) -> list[bytes]:
-        index = call.get("index")
-        index = index if isinstance(index, int) and not isinstance(index, bool) else position
-        if index in self.done_tools:
-            log.warning("Tool call %d went on after it was whole; the rest is dropped.", index)
-            return []
-        held = self.pending.setdefault(index, {"id": None, "name": None, "arguments": ""})
-        if isinstance(call.get("id"), str) and call["id"] and held["id"] is None:
-            held["id"] = call["id"]
-        function = call.get("function")
-        function = function if isinstance(function, dict) else {}
-        if isinstance(function.get("name"), str) and function["name"] and held["name"] is None:
-            held["name"] = function["name"]
-        pieces = function.get("arguments")
-        if isinstance(pieces, dict):  # one engine's whole arguments as an object
-            pieces = json.dumps(pieces)
-        pieces = pieces if isinstance(pieces, str) else ""
+    def _tool(self, held: ToolCall, pieces: str) -> list[bytes]:
+        assert held.name is not None  # ToolCalls.take holds a call until its name comes
         out: list[bytes] = []
-        kind = f"tool:{index}"
+        kind = f"tool:{held.index}"
         if kind not in self.open:
-            if held["name"] is None:
-                held["arguments"] += pieces
-                return []
-            item = call_item(call_id(held["id"]), held["name"], "", status="in_progress")
+            item = call_item(call_id(held.id), held.name, "", status="in_progress")
             out += self._open(kind, item)
-            pieces = held["arguments"] + pieces
-            held["arguments"] = ""
         if pieces:
             item, at = self._item(kind)
             item["arguments"] += pieces
@@ -317,26 +282,16 @@ def chat_to_responses(request: dict[str, Any], model: str, on_done: OnDone) -> S
 
     async def convert(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         state = _Translator(request, model)
-        async for chunk in events:
-            out: list[bytes] = []
-            for data in payloads(chunk):
-                if data == b"[DONE]":
-                    continue
-                try:
-                    parsed = json.loads(data)
-                except ValueError:
-                    continue
-                if not isinstance(parsed, dict):
-                    continue
-                if "error" in parsed and "choices" not in parsed:
-                    # The engine or the relay broke off: the response is not finished (no
-                    # response.completed), and the SDK raises on the error event.
-                    if not state.rid:
-                        out += state.start({})
-                    out.append(sse(error_event(parsed["error"], state.seq)))
-                    yield b"".join(out)
-                    return
-                out += state.chunk(parsed)
+        async for batch in chat_chunks(events):
+            out = [event for chunk in batch.chunks for event in state.chunk(chunk)]
+            if batch.error is not None:
+                # The engine or the relay broke off: the response is not finished (no
+                # response.completed), and the SDK raises on the error event.
+                if not state.rid:
+                    out += state.start({})
+                out.append(sse(error_event(batch.error["error"], state.seq)))
+                yield b"".join(out)
+                return
             if out:
                 yield b"".join(out)
         out, final = state.end()
