@@ -92,7 +92,16 @@ def usage_view(answer: GatewayUsage, now: Callable[[], float] = time.time) -> Re
             last,
             ttl,
         )
-    return table
+    # Which client APIs came, and whether each went to the engine as is or translated.
+    ways = [
+        f"{entry.instance}: "
+        + ", ".join(f"{api} {count}" for api, count in sorted(entry.by_api.items()))
+        for entry in answer.usage
+        if entry.by_api
+    ]
+    if not ways:
+        return table
+    return Group(table, "Requests by API and path (passthrough or translated):", *ways)
 
 
 def curl_example(base_url: str, model: str) -> str:
