@@ -11,6 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from roundhouse.api.daemon import Discovery
 from roundhouse.api.discovery import read_discovery
@@ -39,6 +42,26 @@ class DaemonProcess:
 
         Tests that look at an engine directly (its /metrics, /slots) are its owner too."""
         return auth_headers(EngineKeys(self.home.state_dir).key_for(instance_id))
+
+    def control(self) -> httpx.Client:
+        """A client of the daemon's control API, with its token."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=self.url, headers=headers, trust_env=False)
+
+    def set_pass_through(self, on: bool) -> None:
+        """Turn the gateway's pass-through setting on or off (off: every API translated)."""
+        with self.control() as client:
+            settings = client.get("/api/v1/settings").json()
+            settings["gateway"]["pass_through"] = on
+            assert client.put("/api/v1/settings", json=settings).status_code == 200
+
+    def gateway_usage(self, instance_id: str) -> dict[str, Any]:
+        """The gateway's usage of one instance (zero counts before its first request)."""
+        with self.control() as client:
+            reply = client.get("/api/v1/gateway/usage")
+        assert reply.status_code == 200, reply.text
+        found = [u for u in reply.json()["usage"] if u["instance"] == instance_id]
+        return found[0] if found else {"requests": 0, "prompt_tokens": 0, "by_api": {}}
 
     def stop(self, timeout: float = 15.0) -> int:
         if self.process.poll() is None:

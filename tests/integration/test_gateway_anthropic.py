@@ -49,21 +49,13 @@ class Served:
     client: Anthropic
 
     def control(self) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.daemon.token}"}
-        return httpx.Client(base_url=self.daemon.url, headers=headers, trust_env=False)
+        return self.daemon.control()
 
     def set_pass_through(self, on: bool) -> None:
-        with self.control() as client:
-            settings = client.get("/api/v1/settings").json()
-            settings["gateway"]["pass_through"] = on
-            assert client.put("/api/v1/settings", json=settings).status_code == 200
+        self.daemon.set_pass_through(on)
 
     def usage(self) -> dict[str, Any]:
-        with self.control() as client:
-            reply = client.get("/api/v1/gateway/usage")
-        assert reply.status_code == 200, reply.text
-        found = [u for u in reply.json()["usage"] if u["instance"] == self.instance.id]
-        return found[0] if found else {"requests": 0, "prompt_tokens": 0, "by_api": {}}
+        return self.daemon.gateway_usage(self.instance.id)
 
     def post(self, path: str, body: dict[str, Any], **headers: str) -> httpx.Response:
         headers = {"x-api-key": self.key, "anthropic-version": "2023-06-01", **headers}

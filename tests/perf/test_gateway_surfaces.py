@@ -27,7 +27,6 @@ import pytest
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
-from roundhouse.client import DaemonClient
 from roundhouse.core.ports import free_port
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
@@ -271,14 +270,6 @@ def served(
         daemon.stop(timeout=60)
 
 
-async def _pass_through(daemon: DaemonProcess, on: bool) -> None:
-    async with DaemonClient(daemon.url, daemon.token) as client:
-        settings = await client.settings()
-        if settings.gateway.pass_through != on:
-            gateway = settings.gateway.model_copy(update={"pass_through": on})
-            await client.put_settings(settings.model_copy(update={"gateway": gateway}))
-
-
 async def _measure(
     daemon: DaemonProcess, info: InstanceInfo, relay: subprocess.Popen[bytes], relay_url: str
 ) -> dict[str, Any]:
@@ -301,9 +292,9 @@ async def _measure(
         out["relay_cpu_ms_per_request"] = round(1000 * relay_cpu, 3)
         out["relay_cpu_us_per_event"] = round(1e6 * relay_cpu * CPU_REQUESTS / events, 1)
         for surface in SURFACES:
-            await _pass_through(daemon, surface.pass_through)
+            daemon.set_pass_through(surface.pass_through)
             out[surface.name] = await _compare(surface, daemon, info, http, engine, relay_cpu)
-        await _pass_through(daemon, True)
+        daemon.set_pass_through(True)
     return out
 
 
