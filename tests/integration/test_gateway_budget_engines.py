@@ -1,7 +1,8 @@
 """The context budget through a real daemon on the engines other than llama-server, with the
 official `openai` client: the vLLM stand-in's chat and prompt, and the SGLang stand-in's
 prompt, are refused over the context with both numbers and the setting; a request that fits
-runs; what the engine cannot count (a chat on SGLang, anything on Ollama) passes to it."""
+runs; a chat SGLang cannot count goes to it, and its refusal comes back in the gateway's
+words; Ollama's stand-in counts a long prompt through its own API instead of cutting it."""
 
 from __future__ import annotations
 
@@ -109,14 +110,19 @@ def test_a_chat_over_the_context_is_refused_where_the_engine_counts_it(served: S
         {"role": "user", "content": "w " * WORDS}
     ]
     if served.engine == EngineId.SGLANG:
-        # SGLang counts no chat over HTTP: the request goes on, and SGLang answers it in its
-        # own words (not the gateway's: no setting named).
+        # SGLang counts no chat over HTTP: the request goes on, SGLang refuses it naming the
+        # counts, and the gateway says it with the setting, as it says its own refusals.
         with pytest.raises(openai.BadRequestError) as engine_said:
             served.client.chat.completions.create(
                 model=served.model, messages=messages, max_tokens=CONTEXT
             )
-        assert "maximum context length" in engine_said.value.message
-        assert "ctx_size" not in engine_said.value.message
+        # The message's words plus one for its turn, as the stand-in renders it.
+        assert _refused(served, engine_said, WORDS + 1, CONTEXT, _usable(served)) == "max_tokens"
+        with pytest.raises(openai.BadRequestError) as too_long:
+            served.client.chat.completions.create(
+                model=served.model, messages=[{"role": "user", "content": "w " * CONTEXT}]
+            )
+        assert _refused(served, too_long, CONTEXT + 1, _usable(served)) == "messages"
         return
     tokens = _tokens(served, {"messages": messages})
     room = CONTEXT - tokens
@@ -131,21 +137,40 @@ def test_a_chat_over_the_context_is_refused_where_the_engine_counts_it(served: S
     assert reply.usage is not None and reply.usage.prompt_tokens == tokens
 
 
-def test_ollama_cannot_count_so_a_long_request_passes_as_before(tmp_path: Path) -> None:
+def test_ollama_counts_a_long_prompt_instead_of_cutting_it(tmp_path: Path) -> None:
     with started(EngineId.OLLAMA, tmp_path) as target:
         client = OpenAI(
             base_url=target.daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60
         )
         with client:
-            # Far more words than the loaded context: the gateway has no count to refuse it
-            # on, so Ollama gets it and cuts it to fit without a word.
+            # Far more words than the loaded context: Ollama's own API, told not to cut it,
+            # refuses it, and the gateway says so with the context and the setting.
+            with pytest.raises(openai.BadRequestError) as caught:
+                client.chat.completions.create(
+                    model=target.model,
+                    messages=[{"role": "user", "content": "w " * (OLLAMA_CONTEXT + 1000)}],
+                    max_tokens=4,
+                )
+            error = caught.value
+            assert error.code == "context_length_exceeded", error.body
+            assert f"longer than the {OLLAMA_CONTEXT} tokens" in error.message
+            assert "OLLAMA_CONTEXT_LENGTH" in error.message
+            # Long, but within the context: counted, then served whole.
+            words = OLLAMA_CONTEXT - 100
             reply = client.chat.completions.create(
                 model=target.model,
-                messages=[{"role": "user", "content": "w " * (OLLAMA_CONTEXT + 1000)}],
+                messages=[{"role": "user", "content": "w " * words}],
                 max_tokens=4,
             )
-        # What Ollama kept, as it says in prompt_eval_count: the context, not the prompt.
-        assert reply.usage is not None and reply.usage.prompt_tokens == OLLAMA_CONTEXT
+            assert reply.usage is not None and reply.usage.prompt_tokens == words + 1
+            # Within the context, but not with the reply it asks room for.
+            with pytest.raises(openai.BadRequestError) as no_room:
+                client.chat.completions.create(
+                    model=target.model,
+                    messages=[{"role": "user", "content": "w " * words}],
+                    max_tokens=200,
+                )
+            assert str(words + 1) in no_room.value.message and no_room.value.param == "max_tokens"
         with httpx.Client(base_url=target.base_url, timeout=30) as engine:
             loaded = engine.get("/api/ps").json()["models"]
         assert [m["context_length"] for m in loaded] == [OLLAMA_CONTEXT]

@@ -524,6 +524,11 @@ def test_the_context_budget_in_anthropics_words() -> None:
     assert gateway_error(long)["error"]["message"].startswith(
         "prompt is too long: 600 tokens > 512 maximum"
     )
+    # The engine refused the prompt without its count (Ollama): the limit alone.
+    uncounted = ContextTooLong("w", prompt_tokens=None, max_tokens=4, context=512, param="messages")
+    assert gateway_error(uncounted)["error"]["message"].startswith(
+        "prompt is too long: more than 512 maximum"
+    )
 
 
 def test_gateway_errors_get_anthropics_types() -> None:

@@ -88,7 +88,7 @@ def _against(
         budget = ContextBudget(upstream, headers)
 
         async def check(api: str, body: dict[str, Any]) -> None:
-            await budget.check(info, api, body, _size(body))
+            await budget.check(info, "org/Tiny", api, body, _size(body))
 
         try:
             await test(check, budget, info)
@@ -103,7 +103,7 @@ def test_the_context_is_max_model_len_and_a_small_request_is_not_counted(
     engine: EngineStandin,
 ) -> None:
     async def test(check: Check, budget: ContextBudget, info: InstanceInfo) -> None:
-        assert await budget.context(info) == _usable(engine)
+        assert await budget.context(info, "org/Tiny") == _usable(engine)
         await check(CHAT, _chat(3, max_tokens=10))
         await check(COMPLETIONS, _prompt(3, max_tokens=10))
 
@@ -190,9 +190,9 @@ def test_an_engine_that_cannot_count_or_say_its_context_refuses_nothing(tmp_path
             budget = ContextBudget(upstream, headers)
             body = _chat(WORDS, max_tokens=1000)
             try:
-                await budget.check(info, CHAT, body, _size(body))
-                await budget.check(gone, CHAT, body, _size(body))
-                assert await budget.context(gone) is None
+                await budget.check(info, "m", CHAT, body, _size(body))
+                await budget.check(gone, "m", CHAT, body, _size(body))
+                assert await budget.context(gone, "m") is None
             finally:
                 await upstream.aclose()
 
@@ -222,7 +222,7 @@ def test_the_words_name_each_engines_setting() -> None:
     assert "parallel" not in ENGINES[EngineId.SGLANG].how(
         ready_instance("p", engine=EngineId.SGLANG, options=shared)
     )
-    assert EngineId.OLLAMA not in ENGINES and EngineId.MLX not in ENGINES
+    assert EngineId.MLX not in ENGINES
 
 
 def test_vllm_is_sent_the_tools_it_will_render() -> None:

@@ -323,13 +323,18 @@ class Store:
                 del self.loaded[oldest.name]
             return True
 
-    def kept(self, name: str, prompt: int) -> int:
+    def kept(self, name: str, prompt: int, *, truncate: bool = True) -> int:
         """What Ollama keeps of a `prompt`-token prompt to `name`: it cuts one longer than
         the loaded context to fit, without a word (the runner's "truncating input prompt"
-        is only logged), and counts what it kept in prompt_eval_count."""
+        is only logged), and counts what it kept in prompt_eval_count. Its own API told
+        `truncate: false` (0.12.6 on) refuses such a prompt instead, as its runner does."""
         with self.lock:
             loaded = self.loaded.get(name)
-        return min(prompt, loaded.context_length) if loaded is not None else prompt
+        if loaded is None or prompt <= loaded.context_length:
+            return prompt
+        if not truncate:
+            raise ApiError(400, "the input length exceeds the context length")
+        return loaded.context_length
 
     def running(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -616,8 +621,12 @@ class Handler(StandinHandler):
             self._load_only(body, "GenerateRequest", {"response": ""})
             return
         name, stream, load_s = self._runnable(body, "GenerateRequest", "completion")
+        truncate = get(body, "truncate", bool, "GenerateRequest") is not False
+        get(body, "shift", bool, "GenerateRequest")
         tokens, reason = reply_tokens(options)
-        prompt_count = self.store.kept(name, prompt_tokens([t for t in (system, prompt) if t]))
+        prompt_count = self.store.kept(
+            name, prompt_tokens([t for t in (system, prompt) if t]), truncate=truncate
+        )
         stats = self._stats(load_s, prompt_count, len(tokens), reason)
         head = {"model": name, "created_at": now_iso()}
         if not stream:
@@ -708,8 +717,12 @@ class Handler(StandinHandler):
             self._load_only(body, "ChatRequest", {"message": {"role": "assistant", "content": ""}})
             return
         name, stream, load_s = self._runnable(body, "ChatRequest", "completion")
+        truncate = get(body, "truncate", bool, "ChatRequest") is not False
+        get(body, "shift", bool, "ChatRequest")
         tokens, reason = reply_tokens(options)
-        prompt = self.store.kept(name, prompt_tokens([m.get("content") or "" for m in messages]))
+        prompt = self.store.kept(
+            name, prompt_tokens([m.get("content") or "" for m in messages]), truncate=truncate
+        )
         stats = self._stats(load_s, prompt, len(tokens), reason)
         head = {"model": name, "created_at": now_iso()}
         if not stream:

@@ -1,24 +1,33 @@
 """How each engine says the context one request may use and counts a prompt, for the budget.
 
-Each engine here answers three questions from its own HTTP API: its context per request
+Each engine here answers four questions from its own HTTP API: its context per request
 (None: not known, or not a limit the engine enforces), the exact count of a request's prompt
-by its own tokenizer (None: it cannot count this one), and which setting gives more
-context. What each does and does not catch is in docs/gateway.md, "Context budget".
+by its own tokenizer (None: it cannot count this one), what its own words say when it refuses
+a request too long for that context, and which setting gives more context. What each does
+and does not catch is in docs/gateway.md, "Context budget".
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.fields import CHAT, COMPLETIONS
+from roundhouse.core.gateway.ollama.from_openai import native_chat, native_generate
 
 # The engine's JSON answer at its root `/path` (a GET when the payload is None); None for
 # any failure, a status other than 200, or an answer that is not a JSON object.
 Asker = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any] | None]]
+
+# Asking an engine's tokenizer is quick; a slow answer leaves the request unchecked.
+ASK_TIMEOUT_S = 5.0
+# What Ollama is asked does the request's own work (loading the model, reading the prompt
+# into the cache it then reuses), so it may take as long as that work does.
+OLLAMA_ASK_TIMEOUT_S = 600.0
 
 # The first llama-server build known to start with context shift off (the default changed in
 # b62xx, ggml-org/llama.cpp#15416, 2025-08-19; a margin past it).
@@ -42,16 +51,43 @@ VLLM_TEMPLATE_FIELDS = (
 VLLM_EXCLUDE_TOOLS = "--exclude-tools-when-tool-choice-none"
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """An engine's refusal of a request too long for its context, as its words say it."""
+
+    prompt_tokens: int | None  # None where the engine does not say the count
+    max_tokens: int | None = None
+
+
+class EngineRefused(Exception):
+    """The engine refused what it was asked for the budget: the prompt is over its context."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal)
+        self.refusal = refusal
+
+
 class EngineContext(Protocol):
     """One engine's answers for the context budget."""
 
-    async def context(self, info: InstanceInfo, ask: Asker) -> int | None:
-        """The context of one request, as the engine says it."""
+    # Whether a context the engine cannot say now is kept as unknown; False where it says it
+    # later (Ollama, once the model is loaded).
+    keeps_unknown: bool
+    # How long one question may take before the request goes on unchecked.
+    ask_timeout_s: float
+
+    async def context(self, info: InstanceInfo, model: str, ask: Asker) -> int | None:
+        """The context of one request to `model` (the engine's name for it), as the engine
+        says it."""
 
     async def count(
         self, info: InstanceInfo, api: str, body: dict[str, Any], ask: Asker
     ) -> int | None:
         """The request's prompt in tokens, as the engine will count it."""
+
+    def refused(self, message: str) -> Refusal | None:
+        """The engine's error `message`, read as a refusal over the context; None for any
+        other error."""
 
     def how(self, info: InstanceInfo) -> str:
         """How the instance's options make that context (words after the number)."""
@@ -62,6 +98,19 @@ class EngineContext(Protocol):
 
 def _positive(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _number(pattern: re.Pattern[str], message: str, group: str) -> int | None:
+    found = pattern.search(message)
+    return int(found.group(group)) if found is not None and found.group(group) else None
+
+
+# llama-server's refusal (server_context, exceed_context_size_error), also what Ollama relays
+# from the llama-server it runs: "request (N tokens) exceeds the available context size
+# (C tokens), try increasing it".
+_LLAMA_REFUSAL = re.compile(
+    r"request \((?P<prompt>\d+) tokens\) exceeds the available context size"
+)
 
 
 def context_shift_off(info: InstanceInfo, build_info: object) -> bool:
@@ -79,7 +128,10 @@ class LlamaServer:
     """llama-server: `/props` says the context of one slot; `/apply-template` then
     `/tokenize` count a prompt. Checked only where context shift is known to be off."""
 
-    async def context(self, info: InstanceInfo, ask: Asker) -> int | None:
+    keeps_unknown = True
+    ask_timeout_s = ASK_TIMEOUT_S
+
+    async def context(self, info: InstanceInfo, model: str, ask: Asker) -> int | None:
         props = await ask("props", None)
         if props is None:
             return None
@@ -105,6 +157,11 @@ class LlamaServer:
         )
         tokens = counted.get("tokens") if counted is not None else None
         return len(tokens) if isinstance(tokens, list) else None
+
+    def refused(self, message: str) -> Refusal | None:
+        if _LLAMA_REFUSAL.search(message) is None:
+            return None
+        return Refusal(_number(_LLAMA_REFUSAL, message, "prompt"))
 
     def how(self, info: InstanceInfo) -> str:
         options = info.options
@@ -139,13 +196,18 @@ class _OpenAIServer:
     (listed by `/v1/models`), the same for every request whatever the parallel setting."""
 
     flag = "--max-model-len"
+    keeps_unknown = True
+    ask_timeout_s = ASK_TIMEOUT_S
 
-    async def context(self, info: InstanceInfo, ask: Asker) -> int | None:
+    async def context(self, info: InstanceInfo, model: str, ask: Asker) -> int | None:
         return await _models_max_len(ask)
 
     async def count(
         self, info: InstanceInfo, api: str, body: dict[str, Any], ask: Asker
     ) -> int | None:
+        raise NotImplementedError
+
+    def refused(self, message: str) -> Refusal | None:
         raise NotImplementedError
 
     def how(self, info: InstanceInfo) -> str:
@@ -168,9 +230,29 @@ def _count_of(counted: dict[str, Any] | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+# vLLM's refusals (serving_engine, _validate_input): the prompt alone ("However, your request
+# has N input tokens"), or with the reply ("However, you requested T tokens (N in the
+# messages, M in the completion)").
+_VLLM_REFUSAL = re.compile(
+    r"maximum context length is \d+ tokens\. However, (?:your request has (?P<alone>\d+) "
+    r"input tokens|you requested \d+ tokens \((?P<prompt>\d+) in the messages, "
+    r"(?P<reply>\d+) in the completion\))"
+)
+
+
 class Vllm(_OpenAIServer):
     """vLLM: `POST /tokenize` renders a chat with the model's template (tools included) and
     counts it, or counts a completion's prompt, as its chat and completions do."""
+
+    def refused(self, message: str) -> Refusal | None:
+        if _VLLM_REFUSAL.search(message) is None:
+            return None
+        alone = _number(_VLLM_REFUSAL, message, "alone")
+        if alone is not None:
+            return Refusal(alone)
+        return Refusal(
+            _number(_VLLM_REFUSAL, message, "prompt"), _number(_VLLM_REFUSAL, message, "reply")
+        )
 
     async def count(
         self, info: InstanceInfo, api: str, body: dict[str, Any], ask: Asker
@@ -190,14 +272,36 @@ class Vllm(_OpenAIServer):
         return _count_of(await ask("tokenize", payload))
 
 
+# SGLang's refusals (tokenizer_manager, _validate_one_request): "The input (N tokens) is longer
+# than the model's context length (C tokens)." and "... You requested a total of T tokens:
+# N tokens from the input messages and M tokens for the completion."
+_SGLANG_REFUSAL = re.compile(
+    r"The input \((?P<alone>\d+) tokens\) is longer than the model's context length"
+    r"|You requested a total of \d+ tokens: (?P<prompt>\d+) tokens from the input messages "
+    r"and (?P<reply>\d+) tokens for the completion"
+)
+
+
 class Sglang(_OpenAIServer):
     """SGLang: `POST /v1/tokenize` (current releases) counts a text, not a chat: a
     completion's prompt is counted exactly; a chat is not (its template is not reachable
-    over HTTP), so it passes to SGLang, which refuses an over-long one in its own words."""
+    over HTTP), so it goes to SGLang, whose refusal of an over-long one, which names the
+    count, the gateway then says in its own words."""
 
     flag = "--context-length"
 
-    async def context(self, info: InstanceInfo, ask: Asker) -> int | None:
+    def refused(self, message: str) -> Refusal | None:
+        if _SGLANG_REFUSAL.search(message) is None:
+            return None
+        alone = _number(_SGLANG_REFUSAL, message, "alone")
+        if alone is not None:
+            return Refusal(alone)
+        return Refusal(
+            _number(_SGLANG_REFUSAL, message, "prompt"),
+            _number(_SGLANG_REFUSAL, message, "reply"),
+        )
+
+    async def context(self, info: InstanceInfo, model: str, ask: Asker) -> int | None:
         # SGLang refuses a request whose prompt plus max_tokens reaches its context length
         # (tokenizer_manager: `>= context_len`): one token less is what a request may use.
         length = await _models_max_len(ask)
@@ -218,11 +322,96 @@ class Sglang(_OpenAIServer):
         )
 
 
-# Ollama is not here: it has no tokenizer endpoint, so nothing it serves can be counted
-# (its `/api/ps` does say each loaded model's `context_length`). mlx_lm.server has no
-# context limit to check: its KV cache grows without one.
+# Ollama's refusals of a prompt over its context when told not to cut it: its runners' "the
+# input length exceeds the context length", its llama-server's (above), and, in releases
+# that run llama-server, "the prompt is longer than the context length currently available".
+_OLLAMA_REFUSAL = re.compile(
+    r"exceeds the context length|longer than the context length"
+    r"|exceeds the available context size"
+)
+# What Ollama generates to count a prompt: one token, the least it takes.
+_OLLAMA_PROBE_OPTIONS = {"num_predict": 1}
+
+
+class Ollama:
+    """Ollama: `/api/ps` says the context of each loaded model. It has no tokenizer
+    endpoint, and its OpenAI-compatible API cuts a prompt longer than that context to fit
+    without a word; its own API, told `truncate: false` and `shift: false` (0.12.6 on),
+    refuses one instead. So a request that may not fit is first sent there to generate one
+    token: the reply's `prompt_eval_count` is the prompt as Ollama counts it, or the refusal
+    says it is over. The prompt stays in Ollama's cache for the request that follows, so the
+    count costs the one token, not a second reading of the prompt."""
+
+    keeps_unknown = False  # a model that would not load now may load later
+    ask_timeout_s = OLLAMA_ASK_TIMEOUT_S
+
+    async def context(self, info: InstanceInfo, model: str, ask: Asker) -> int | None:
+        loaded = await self._loaded_context(model, ask)
+        if loaded is not None:
+            return loaded
+        # Not loaded: its context is whatever Ollama loads it with. Loaded now, as the
+        # request would load it anyway (Ollama's own way: a generate with no prompt).
+        if await ask("api/generate", {"model": model}) is None:
+            return None
+        return await self._loaded_context(model, ask)
+
+    @staticmethod
+    async def _loaded_context(model: str, ask: Asker) -> int | None:
+        running = await ask("api/ps", None)
+        models = running.get("models") if running is not None else None
+        names = {model, model if ":" in model else f"{model}:latest"}
+        for entry in models if isinstance(models, list) else []:
+            if isinstance(entry, dict) and names & {entry.get("name"), entry.get("model")}:
+                return _positive(entry.get("context_length"))
+        return None
+
+    async def count(
+        self, info: InstanceInfo, api: str, body: dict[str, Any], ask: Asker
+    ) -> int | None:
+        probe: dict[str, Any] | None
+        if api == CHAT:
+            probe, path = native_chat(body), "api/chat"
+        elif api == COMPLETIONS:
+            probe, path = native_generate(body), "api/generate"
+        else:
+            return None
+        if probe is None:
+            return None  # media, or a shape Ollama would not take: left to it
+        probe |= {
+            "stream": False,
+            "truncate": False,
+            "shift": False,
+            "options": _OLLAMA_PROBE_OPTIONS,
+        }
+        answer = await ask(path, probe)
+        return _positive(answer.get("prompt_eval_count")) if answer is not None else None
+
+    def refused(self, message: str) -> Refusal | None:
+        if _OLLAMA_REFUSAL.search(message) is None:
+            return None
+        return Refusal(_number(_LLAMA_REFUSAL, message, "prompt"))
+
+    def how(self, info: InstanceInfo) -> str:
+        options = info.options
+        return f" (ctx_size {options.ctx_size})" if options is not None and options.ctx_size else ""
+
+    def setting(self, info: InstanceInfo) -> str:
+        if info.options is None:
+            return (
+                "raise the model's num_ctx (its Modelfile, or OLLAMA_CONTEXT_LENGTH where "
+                "Ollama starts), then load it again"
+            )
+        return (
+            "raise ctx_size (Ollama's OLLAMA_CONTEXT_LENGTH) in the start dialog "
+            "(`roundhouse engines start ollama --ctx-size N`), or the model's num_ctx in its "
+            "Modelfile, then restart the model"
+        )
+
+
+# mlx_lm.server is not here: its KV cache grows without a context limit to check.
 ENGINES: dict[EngineId, EngineContext] = {
     EngineId.LLAMA_CPP: LlamaServer(),
     EngineId.VLLM: Vllm(),
     EngineId.SGLANG: Sglang(),
+    EngineId.OLLAMA: Ollama(),
 }

@@ -72,12 +72,19 @@ class StartFailed(GatewayError):
 class ContextTooLong(BadRequest):
     """The prompt, or the prompt plus the reply it asks room for, does not fit the context the
     instance gives one request. Carries the numbers, so that each API surface can say it in
-    its own shape; the message is OpenAI's."""
+    its own shape; the message is OpenAI's. `prompt_tokens` is None where the engine refused
+    the prompt as over its context without saying its count."""
 
     code = "context_length_exceeded"
 
     def __init__(
-        self, message: str, *, prompt_tokens: int, max_tokens: int | None, context: int, param: str
+        self,
+        message: str,
+        *,
+        prompt_tokens: int | None,
+        max_tokens: int | None,
+        context: int,
+        param: str,
     ) -> None:
         super().__init__(message)
         self.prompt_tokens = prompt_tokens

@@ -223,7 +223,7 @@ async def _forward(
     # Before the model name is rewritten or anything is sent: counted as the client wrote it.
     if prepared.budget is not None:
         budget_path, budget_body = prepared.budget
-        await gateway.budget.check(info, budget_path, budget_body, len(raw))
+        await gateway.budget.check(info, target.upstream_model, budget_path, budget_body, len(raw))
     native = gateway.native.path(info, surface.name) if gateway.pass_through() else None
     plan = surface.plan(prepared, info, native)
     upstream = await _send(gateway, target, plan, prepared, raw)
@@ -266,6 +266,16 @@ async def _forward(
         finally:
             upstream.close()
             lease.release()
+        if upstream.status_code == 400 and prepared.budget is not None:
+            # A request the budget could not check, refused by the engine over its context:
+            # said with the numbers and the setting, like one the budget refuses.
+            budget_path, budget_body = prepared.budget
+            refused = await gateway.budget.engine_refusal(
+                info, target.upstream_model, budget_path, budget_body, len(raw), reply
+            )
+            if refused is not None:
+                meter.finish(None)
+                raise refused
         usage, timings = _usage_in(reply) if upstream.is_success else (None, None)
         gateway.usage.record(instance_id, usage, api)
         meter.timings(timings)

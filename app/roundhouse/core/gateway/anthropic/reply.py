@@ -42,7 +42,9 @@ def gateway_error(exc: GatewayError) -> dict[str, Any]:
     then Roundhouse's own sentence with the setting to change."""
     message = exc.message
     if isinstance(exc, ContextTooLong):
-        if exc.prompt_tokens > exc.context:
+        if exc.prompt_tokens is None:
+            said = f"prompt is too long: more than {exc.context} maximum"
+        elif exc.prompt_tokens > exc.context:
             said = f"prompt is too long: {exc.prompt_tokens} tokens > {exc.context} maximum"
         else:
             said = (
