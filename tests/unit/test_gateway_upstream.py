@@ -182,6 +182,52 @@ def test_a_reply_cut_short_closes_its_connection_and_a_whole_one_is_reused() -> 
     asyncio.run(main())
 
 
+def test_an_engine_that_ends_its_connection_after_a_stream_is_not_reused_after_one() -> None:
+    """As llama-server (cpp-httplib) does: it says keep-alive, then closes the connection
+    after each streamed reply. Once a request on such a connection had to be sent again, a
+    streamed reply's connection is closed by the gateway, not pooled for the next request."""
+    answered = 0
+    unanswered = 0  # requests sent on a connection after its stream, which the server ends
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal answered, unanswered
+        await _request(reader)
+        answered += 1
+        writer.write(b"HTTP/1.1 200 OK\r\nkeep-alive: timeout=5, max=100\r\n")
+        writer.write(b"transfer-encoding: chunked\r\n\r\n5\r\nchunk\r\n0\r\n\r\n")
+        await writer.drain()
+        # The close comes a moment after the reply's end; a request sent meanwhile is lost.
+        try:
+            got = await asyncio.wait_for(reader.read(1), 0.05)
+            if got:
+                unanswered += 1
+        except TimeoutError:
+            pass
+        writer.close()
+
+    async def stream(gateway: Gateway, url: str) -> None:
+        reply = await gateway.open(_route(url), "chat/completions", b"{}", stream=True)
+        assert b"".join([chunk async for chunk in reply.aiter_raw()]) == b"chunk"
+        reply.close()
+
+    async def main() -> None:
+        server, url = await _serve(handler)
+        gateway = _gateway()
+        try:
+            await stream(gateway, url)
+            await stream(gateway, url)  # on the pooled connection: closed under it, resent
+            assert not gateway.upstream.keeps_after_stream(_route(url).instance)
+            for _ in range(3):
+                await stream(gateway, url)  # each on a new connection, none sent twice
+        finally:
+            await gateway.aclose()
+            server.close()
+        # Only the second request was sent on a connection the server was ending.
+        assert (answered, unanswered) == (5, 1)
+
+    asyncio.run(main())
+
+
 def _self_signed(folder: Path) -> ssl.SSLContext:
     pytest.importorskip("cryptography")
     from cryptography import x509

@@ -362,7 +362,7 @@ class Gateway:
             # Bounds the send (see HEADERS_TIMEOUT_S): up to the reply's headers only. A
             # request the engine never received is sent once more, on a new connection.
             async with asyncio.timeout(HEADERS_TIMEOUT_S):
-                response = await self.upstream.post(info, url, body, headers)
+                response = await self.upstream.post(info, url, body, headers, stream=stream)
         except UPSTREAM_ERRORS as exc:
             raise UpstreamFailed(
                 f"The {info.engine.value} instance {info.id} at {info.base_url} did not answer: "

@@ -155,11 +155,13 @@ class _Attempt:
     """One send of a request: the connection it went out on, and what that connection had
     received from the engine before it."""
 
-    __slots__ = ("before", "connection")
+    __slots__ = ("before", "close_after", "connection")
 
-    def __init__(self) -> None:
+    def __init__(self, *, close_after: bool = False) -> None:
         self.connection: _CountingHandler | None = None
         self.before = 0
+        # Whether the connection is closed after this reply rather than pooled.
+        self.close_after = close_after
 
     def never_received(self, exc: BaseException) -> bool:
         """Whether a request that failed with `exc` certainly never reached the engine's
@@ -186,6 +188,9 @@ class _TrackedRequest(ClientRequest):
         if attempt is not None and isinstance(protocol, _CountingHandler):
             attempt.connection = protocol
             attempt.before = protocol.received
+            if attempt.close_after:
+                # Marked before the reply: aiohttp pools a connection as soon as it is read.
+                protocol.force_close()
         return await super().send(conn)
 
 
@@ -198,16 +203,33 @@ class Upstream:
         self._remote: aiohttp.ClientSession | None = None
         self._fresh_local: aiohttp.ClientSession | None = None
         self._fresh_remote: aiohttp.ClientSession | None = None
+        # Engines (by URL) that closed a kept-alive connection under a request. llama-server
+        # (cpp-httplib) ends its connection after every streamed reply while saying
+        # keep-alive: pooled, that connection fails the next request, which is then sent
+        # again, a failed write and a resend on the way to every first token.
+        self._closing: set[str] = set()
+
+    def keeps_after_stream(self, info: InstanceInfo) -> bool:
+        """Whether a connection that carried a streamed reply is worth keeping for the next
+        request to `info`: not where the engine has been seen to close one under a request."""
+        return info.url not in self._closing
 
     async def post(
-        self, info: InstanceInfo, url: str, body: bytes, headers: Mapping[str, str]
+        self,
+        info: InstanceInfo,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        stream: bool = False,
     ) -> ClientResponse:
         """POST on the pool; a request the engine never received (a kept-alive connection
-        it closed as it was reused: cpp-httplib ends one after a few requests, or at its
-        keep-alive's end) is sent once more on a new connection, as browsers and urllib3
-        do. A request the engine began to answer, even with an error, is never sent twice.
-        Redirects are not followed."""
-        attempt = _Attempt()
+        it closed as it was reused: cpp-httplib ends one after a few requests, at its
+        keep-alive's end, and after every streamed reply) is sent once more on a new
+        connection, as browsers and urllib3 do. A request the engine began to answer, even
+        with an error, is never sent twice. Redirects are not followed. A `stream`'s
+        connection is not pooled after it where the engine closes such connections."""
+        attempt = _Attempt(close_after=stream and not self.keeps_after_stream(info))
         token = _ATTEMPT.set(attempt)
         try:
             return await self.client_for(info).post(
@@ -216,6 +238,7 @@ class Upstream:
         except UPSTREAM_ERRORS as exc:
             if not attempt.never_received(exc):
                 raise
+            self._closing.add(info.url)
         finally:
             _ATTEMPT.reset(token)
         # A new connection, certainly not one the engine is closing: another from the pool

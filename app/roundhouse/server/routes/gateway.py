@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
@@ -178,28 +177,35 @@ async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, Response]) ->
     """`work`'s response, unless the client leaves before it is ready: then `work` is
     cancelled where it waits (its place in the queue, a just-in-time load, the engine's
     whole reply), which gives its slot back and closes the engine's connection, so that the
-    engine stops generating for nobody. A streamed reply watches for itself once it runs."""
-    task = asyncio.create_task(work)
-    watch = asyncio.create_task(_disconnected(receive))
+    engine stops generating for nobody. A streamed reply watches for itself once it runs.
+
+    `work` runs in this task, so nothing waits on a second task to start; only the watch is
+    a task of its own, and it cancels this one if the client goes first."""
+    request_task = asyncio.current_task()
+    assert request_task is not None
+    state = {"working": True, "gone": False}
+
+    async def watch() -> None:
+        try:
+            await _disconnected(receive)
+        except Exception:  # noqa: BLE001 - the server's receive may fail in its own ways
+            return  # a receive that failed says nothing of the client: the work goes on
+        # No await between the check and the cancel: work that has ended is never cancelled.
+        if state["working"]:
+            state["gone"] = True
+            request_task.cancel()
+
+    watcher = asyncio.create_task(watch())
     try:
-        done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
-        if watch in done and watch.exception() is not None:
-            # A receive that failed says nothing of the client: the work goes on.
-            await asyncio.wait({task})
-    finally:
-        # The server cancelled this request, or one of the two ended: neither goes on alone.
-        watch.cancel()
-        if not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({watch})
-    left = watch.done() and not watch.cancelled() and watch.exception() is None
-    try:
-        return await task
+        return await work
     except asyncio.CancelledError:
-        if left:
+        # Only the watch's own cancel is answered here; the server's goes on up.
+        if state["gone"] and request_task.uncancel() == 0:
             return Response(status_code=CLIENT_GONE)
         raise
+    finally:
+        state["working"] = False
+        watcher.cancel()
 
 
 async def _disconnected(receive: Receive) -> None:
