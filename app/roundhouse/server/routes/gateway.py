@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Request
@@ -38,6 +38,7 @@ GATEWAY_PREFIX = "/v1"
 # The status a request whose client left before its reply gets (nginx's "client closed
 # request"): nobody reads it, but the access log says what happened.
 CLIENT_GONE = 499
+_T = TypeVar("_T")
 # Where the engine's stream can carry usage, Roundhouse asks for it to count tokens.
 _USAGE_PATHS = frozenset({CHAT, COMPLETIONS})
 _CHAT = OpenAISurface(CHAT)
@@ -153,9 +154,10 @@ async def proxy(request: Request, services: DaemonServices, surface: Surface) ->
         # Before anything starts or queues: a refused request changes nothing.
         prepared = surface.prepare(parse_json_object(raw), services.settings.gateway.media_domains)
         began = gateway.live.clock()
-        return await _unless_gone(
+        reply = await _unless_gone(
             request.receive, _admit_and_forward(gateway, surface, prepared, raw, began)
         )
+        return reply if reply is not None else Response(status_code=CLIENT_GONE)
     except GatewayError as exc:
         if isinstance(surface, OpenAISurface):
             raise  # the app's handler answers in OpenAI's shape
@@ -173,11 +175,11 @@ async def _admit_and_forward(
         raise
 
 
-async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, Response]) -> Response:
-    """`work`'s response, unless the client leaves before it is ready: then `work` is
-    cancelled where it waits (its place in the queue, a just-in-time load, the engine's
-    whole reply), which gives its slot back and closes the engine's connection, so that the
-    engine stops generating for nobody. A streamed reply watches for itself once it runs.
+async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, _T]) -> _T | None:
+    """`work`'s result, or None when the client leaves first: then `work` is cancelled where
+    it waits (its place in the queue, a just-in-time load, the engine's reply, a stream's
+    next event), which gives its slot back and closes the engine's connection, so that the
+    engine stops generating for nobody.
 
     `work` runs in this task, so nothing waits on a second task to start; only the watch is
     a task of its own, and it cancels this one if the client goes first."""
@@ -201,7 +203,7 @@ async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, Response]) ->
     except asyncio.CancelledError:
         # Only the watch's own cancel is answered here; the server's goes on up.
         if state["gone"] and request_task.uncancel() == 0:
-            return Response(status_code=CLIENT_GONE)
+            return None
         raise
     finally:
         state["working"] = False
@@ -336,7 +338,10 @@ async def _send(
 class _LeasedStream(StreamingResponse):
     """A streamed reply that gives its slot back and closes the engine's reply however it
     ends: finished, broken, or a client gone before the first byte (when the relay below
-    never starts, so its own clean-up never runs)."""
+    never starts, so its own clean-up never runs). It watches for the client going as the
+    request did before it (`_unless_gone`): Starlette's own watch, for servers of ASGI 2.3
+    such as uvicorn, starts a task group of two new tasks, so that the first event waits a
+    turn of the loop and their start."""
 
     def __init__(
         self,
@@ -353,7 +358,7 @@ class _LeasedStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            await _unless_gone(receive, self.stream_response(send))
         finally:
             self._lease.release()
             self._upstream.close()
