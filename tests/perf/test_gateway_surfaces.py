@@ -31,7 +31,7 @@ from roundhouse.core.ports import free_port
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
 TOKENS = 128
-ROUNDS = 40
+ROUNDS = 60
 # Requests per CPU measurement: the daemon's CPU clock ticks in 10 ms steps.
 CPU_REQUESTS = 40
 PROMPT = "Tell a long story about a lighthouse keeper."
@@ -293,7 +293,10 @@ async def _measure(
         out["relay_cpu_us_per_event"] = round(1e6 * relay_cpu * CPU_REQUESTS / events, 1)
         for surface in SURFACES:
             daemon.set_pass_through(surface.pass_through)
-            out[surface.name] = await _compare(surface, daemon, info, http, engine, relay_cpu)
+            floor = relay_url if surface is CHAT else None
+            out[surface.name] = await _compare(
+                surface, daemon, info, http, engine, relay_cpu, floor
+            )
         daemon.set_pass_through(True)
     return out
 
@@ -305,9 +308,11 @@ async def _compare(
     http: httpx.AsyncClient,
     engine: httpx.AsyncClient,
     relay_cpu: float,
+    relay_url: str | None = None,
 ) -> dict[str, Any]:
-    """One surface: alternating rounds direct and through the gateway, then the daemon's CPU
-    over a run of requests."""
+    """One surface: alternating rounds direct and through the gateway (and the bare relay,
+    given its URL: the floor for a Python relay's added time), then the daemon's CPU over a
+    run of requests."""
     model = info.models[0]
     chat_direct = surface.direct_path != surface.path
     direct_body = _chat(model) if chat_direct else surface.body(model)
@@ -320,8 +325,15 @@ async def _compare(
     async def gateway() -> Sample:
         return await _one(http, gateway_url, surface.body(model), surface, False)
 
+    async def relay() -> Sample:
+        assert relay_url is not None
+        return await _one(http, relay_url + surface.path, _chat(model), surface, True)
+
     arms = {"direct": Arm(), "gateway": Arm()}
     calls = {"direct": direct, "gateway": gateway}
+    if relay_url is not None:
+        arms["relay"] = Arm()
+        calls["relay"] = relay
     for call in calls.values():  # warm both paths
         await call()
     for round_no in range(ROUNDS):
@@ -336,10 +348,24 @@ async def _compare(
     cpu = (_cpu(daemon.process.pid) - before) / CPU_REQUESTS
     near, far = arms["direct"], arms["gateway"]
     ttft = (near.median(lambda s: s.ttft_ms), far.median(lambda s: s.ttft_ms))
+    floor = {}
+    if "relay" in arms:
+        floor["relay_added_ttft_p50_ms"] = round(
+            arms["relay"].median(lambda s: s.ttft_ms) - ttft[0], 2
+        )
     return {
         "direct_ttft_p50_ms": round(ttft[0], 2),
         "gateway_ttft_p50_ms": round(ttft[1], 2),
         "added_ttft_p50_ms": round(ttft[1] - ttft[0], 2),
+        # Each round's gateway request less its direct one, run back to back: drift on a
+        # noisy host moves both alike and cancels here.
+        "added_ttft_paired_p50_ms": round(
+            statistics.median(
+                g.ttft_ms - d.ttft_ms for g, d in zip(far.samples, near.samples, strict=True)
+            ),
+            2,
+        ),
+        **floor,
         "throughput_ratio": round(
             far.median(lambda s: s.tokens_per_s) / near.median(lambda s: s.tokens_per_s), 4
         ),
