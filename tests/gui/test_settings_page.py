@@ -11,15 +11,19 @@ from pathlib import Path
 
 import pytest
 import qasync
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from roundhouse.api.settings import LeftoverAction
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
+from roundhouse.gui.dialogs.builds_dialog import BuildsDialog
 from roundhouse.gui.pages.ollama_page import OllamaPage
 from roundhouse.gui.pages.settings_page import SettingsPage
 from tests.daemon_process import DaemonProcess, running_daemon
-from tests.gui.conftest import wait_until
+from tests.gui.conftest import open_gateway_settings, wait_until
 from tests.processes import free_port
 
 
@@ -102,6 +106,79 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
         ui.window.show_page("Ollama")
         await asyncio.sleep(0.1)
         assert ollama.absent
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        qloop.run_until_complete(ui.bridge.aclose())
+
+
+def _turn_wheel(widget: QWidget, notches: int) -> None:
+    """One wheel turn over the middle of `widget`, as the pointer would send it."""
+    centre = QPointF(widget.rect().center())
+    event = QWheelEvent(
+        centre,
+        QPointF(widget.mapToGlobal(centre.toPoint())),
+        QPoint(0, 0),
+        QPoint(0, 120 * notches),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_scrolls_the_page_not_the_fields(
+    ui: Ui, qloop: qasync.QEventLoop, no_ollama_daemon: DaemonProcess
+) -> None:
+    async def scenario() -> None:
+        page, gateway = await open_gateway_settings(ui)
+        await wait_until(lambda: page.settings is not None, 10, "the settings")
+        assert not page.save_button.isEnabled()
+        ui.window.resize(900, 500)  # taller sections than the window: the page scrolls
+        await asyncio.sleep(0.2)
+        scroll = page.findChild(QScrollArea)
+        assert scroll is not None and scroll.verticalScrollBar().maximum() > 0
+        bar = scroll.verticalScrollBar()
+        spin, combo = gateway.queue_timeout, page.engines.leftover
+        wait, leftover = spin.value(), combo.currentIndex()
+        # Neither takes the focus from the wheel: only a click or Tab gives it.
+        assert spin.focusPolicy() == combo.focusPolicy() == Qt.FocusPolicy.StrongFocus
+        assert not spin.hasFocus() and not combo.hasFocus()
+
+        bar.setValue(0)
+        _turn_wheel(spin, -3)
+        assert spin.value() == wait, "the queue wait moved under the wheel"
+        assert bar.value() > 0, "the page did not scroll"
+        scrolled = bar.value()
+        _turn_wheel(combo, -1)
+        _turn_wheel(combo, 1)
+        _turn_wheel(combo, 1)
+        assert combo.currentIndex() == leftover, "the leftover choice moved under the wheel"
+        assert bar.value() != scrolled
+        await asyncio.sleep(0.1)
+        assert not page.save_button.isEnabled(), "nothing changed, nothing to save"
+
+        # Focused (clicked or tabbed into), the wheel steps the value as Qt's fields do.
+        ui.window.activateWindow()
+        spin.setFocus()
+        await wait_until(spin.hasFocus, 5, "the spin box's focus")
+        _turn_wheel(spin, 1)
+        assert spin.value() != wait
+        assert page.save_button.isEnabled()
+
+        # A dialog is guarded by the same filter: the build dialog's backend list.
+        dialog = BuildsDialog(ui.bridge, ui.window)
+        dialog.show()
+        backend = dialog.backend_combo
+        assert backend.count() > 1 and not backend.hasFocus()
+        chosen = backend.currentIndex()
+        for notches in (-1, 1, -2):
+            _turn_wheel(backend, notches)
+        assert backend.currentIndex() == chosen
+        dialog.close()
+        dialog.deleteLater()
 
     try:
         qloop.run_until_complete(scenario())

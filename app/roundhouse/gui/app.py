@@ -17,6 +17,7 @@ from roundhouse.gui.connection_state import ConnectionState
 from roundhouse.gui.icons import app_icon, is_dark, stylesheet
 from roundhouse.gui.main_window import MainWindow
 from roundhouse.gui.pyside_tax import skip_feature_source_scan
+from roundhouse.gui.wheel_guard import install_wheel_guard
 
 # Only Qt and the window shell load before the first paint; asyncio, qasync, the HTTP
 # client (httpx, pydantic) and the charts (pyqtgraph, numpy) load right after it (~0.4 s).
@@ -90,6 +91,8 @@ def build_ui(
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
 
+    # Before the pages: the wheel scrolls them, never a field's value as it passes over.
+    install_wheel_guard(app)
     if tray_available is None:
         tray_available = QSystemTrayIcon.isSystemTrayAvailable()
     if window is None:
@@ -100,13 +103,14 @@ def build_ui(
     window.add_page(EnginesPage(bridge), EnginesPage.title)
     window.add_page(ModelsPage(bridge), ModelsPage.title)
     window.add_page(OllamaPage(bridge), OllamaPage.title)
-    window.add_page(ChatPage(bridge), ChatPage.title)
+    # One active model for the chat page, quick chat and the tray.
+    active_model = ActiveModel(bridge)
+    window.add_page(ChatPage(bridge, active_model), ChatPage.title)
     window.add_page(BenchPage(bridge), BenchPage.title)
     window.add_page(MonitorPage(bridge), MonitorPage.title)
     window.add_page(SettingsPage(bridge), SettingsPage.title)
     quitter = QuitController(bridge, app.quit, window)
     window.quit_requested.connect(quitter.request_quit)
-    active_model = ActiveModel(bridge)
     # The quick chat window is built on first use; its shortcut (Ctrl+Shift+Space) now.
     quick_chat = QuickChat(bridge, window, active_model, geometry_store=geometry_store)
     first_run = FirstRunLauncher(bridge, window, automatic=first_run_guide)
