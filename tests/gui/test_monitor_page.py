@@ -24,6 +24,7 @@ from roundhouse.api.metrics import InstanceMetrics, InstanceSeries, MetricsHisto
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.monitor_page import MonitorPage
+from roundhouse.gui.widgets.chart_card import ChartCard
 from roundhouse.gui.widgets.monitor_buffer import MetricsBuffer, label_of
 from roundhouse.gui.widgets.monitor_charts import NO_VRAM, MonitorCharts, curve_data
 from roundhouse.gui.widgets.monitor_flags import LEVEL_COLOURS, Level, MonitorFlags
@@ -70,9 +71,10 @@ def test_charts_receive_points_while_a_chat_streams(
         assert isinstance(page, MonitorPage)
         await wait_until(lambda: page.following and page.history_loads >= 1, 10, "following")
         await wait_until(lambda: info.id in page.buffer.instances(), 10, "the instance")
-        label = page.buffer.labels[info.id]
         # Engines of other test runs on this machine may show up too (found by the scan).
         await wait_until(lambda: page.flags.row_of(info.id) is not None, 5, "the instance's row")
+        # The history names an instance by its id; the first live tick adds its model.
+        label = page.buffer.labels[info.id]
         row = page.flags.row_of(info.id)
         assert row is not None
         assert info.id in label and label == page.flags.cell(row, 0).text()
@@ -100,9 +102,34 @@ def test_charts_receive_points_while_a_chat_streams(
         assert chunks and all(count > 0 for count in chunks), chunks
         await wait_until(lambda: curve_data(flight, label)[-1] == 0, 10, "the requests to end")
         assert "tok/s" in tps.value_label.text()
-        # No GPU here: bandwidth use is unknown (why in the tooltip), no fallback is flagged.
+        # No GPU here: bandwidth use is unknown (why in the tooltip), no fallback is flagged,
+        # and both columns are hidden, as they say nothing without a GPU.
         assert page.flags.cell(row, 2).text() in {"unknown", "— (idle)"}
         assert page.flags.cell(row, 3).text() == "none seen"
+        assert ui.bridge.inventory is not None
+        no_gpu = not ui.bridge.inventory.gpus
+        assert page.flags.table.isColumnHidden(2) is no_gpu
+        assert page.flags.table.isColumnHidden(3) is no_gpu
+        # Which rate is which: the gateway's, the engine's, each with its explanation.
+        headings = [page.flags.table.horizontalHeaderItem(c) for c in (1, 4)]
+        assert [h.text() for h in headings if h] == ["Gateway tok/s", "Engine tok/s"]
+        assert all(h is not None and "engine" in h.toolTip() for h in headings)
+        assert "Engine tok/s" in page.flags.caption.text() and page.flags.caption.isVisible()
+        # Every axis names its unit; the tiny model's RAM is tens of MiB, so MiB.
+        charts = page.charts
+        units = {
+            chart.title_label.text(): _axis_label(chart, "left")
+            for chart in (charts.tps_chart, charts.flight_chart, charts.cpu_chart)
+        }
+        assert units == {
+            "Gateway tokens/s (output, all requests)": "tokens/s",
+            "Requests in flight (running + queued)": "requests",
+            "CPU (% of one core)": "% of one core",
+        }
+        assert _axis_label(charts.ram_chart, "left") == "MiB"
+        assert 1 < np.nanmax(curve_data(charts.ram_chart, label)) < 1024
+        assert charts.ram_chart.value_label.text().endswith(" MiB")
+        assert _axis_label(charts.tps_chart, "bottom") == "local time"
 
         # Pause: ticks keep arriving, the charts hold still; Resume draws them again.
         page.pause_button.click()
@@ -140,6 +167,12 @@ def test_charts_receive_points_while_a_chat_streams(
         close_bridge(qloop, ui.bridge)
 
 
+def _axis_label(chart: ChartCard, side: str) -> str:
+    """The words an axis shows beside its numbers ('' when it shows none)."""
+    axis = chart.plot.getPlotItem().getAxis(side)
+    return str(axis.labelText) if axis.label.isVisible() else ""
+
+
 # -- the widgets alone, with made-up figures ----------------------------------------------
 
 
@@ -168,6 +201,10 @@ def test_flags_words_and_colours(qapp: QApplication) -> None:
         _point("unsure", bandwidth_note="peak bandwidth of Odd GPU unknown"),
         _point("cpu", cpu_fallback="only 3 of the 33 layers asked for went to the GPU"),
     ]
+    # Until the inventory names a GPU, bandwidth use and CPU fallback are hidden.
+    assert flags.table.isColumnHidden(2) and flags.table.isColumnHidden(3)
+    flags.set_gpu_present(True)
+    assert not flags.table.isColumnHidden(2) and not flags.table.isColumnHidden(3)
     flags.show_points(points)
     text = [[flags.cell(r, c).text() for c in range(4)] for r in range(4)]
     assert text[0] == ["m (fast)", "50.0", "72%", "none seen"]
@@ -237,9 +274,12 @@ def test_vram_is_stacked_by_instance_or_noted_when_unmeasured(qapp: QApplication
     assert list(curve_data(charts.vram_chart, "m (b)")) == [5, 5, 5], "stacked on a"
     assert charts.vram_chart.value_label.text() == "2.0 GiB  3.0 GiB"
     assert list(curve_data(charts.ram_chart, "m (a)")) == [1, 1, 1]
+    assert _axis_label(charts.ram_chart, "left") == "GiB"
+    assert _axis_label(charts.vram_chart, "left") == "GiB"
 
     unmeasured = MetricsBuffer(window_s=60)
     unmeasured.add_snapshot(MetricsSnapshot(t=now, instances=[_point("a", t=now)]))
     charts.paint(unmeasured, SampleBuffer())
     assert charts.vram_chart.stack.currentWidget() is charts.vram_chart.empty_label
     assert charts.vram_chart.empty_label.text() == NO_VRAM
+    charts.deleteLater()

@@ -221,4 +221,5 @@ class MonitorPage(QWidget):
 
     def _on_bridge_inventory_changed(self, inventory: HardwareInventory) -> None:
         self.charts.set_gpus(inventory.gpus)
+        self.flags.set_gpu_present(bool(inventory.gpus))
         self._painted = (-1, -1)

@@ -29,8 +29,16 @@ ValueFormatter = Callable[[Sequence[float | None]], str]
 class ChartCard(QWidget):
     """A chart of one or more series over time; shows a message instead when empty."""
 
-    def __init__(self, title: str, formatter: ValueFormatter, parent: QWidget | None = None):
+    def __init__(
+        self,
+        title: str,
+        formatter: ValueFormatter,
+        parent: QWidget | None = None,
+        *,
+        unit: str = "",
+    ):
         super().__init__(parent)
+        self.unit = ""
         self._formatter = formatter
         self._x = np.empty(0)
         self._ys: list[np.ndarray] = []
@@ -46,6 +54,7 @@ class ChartCard(QWidget):
         # per change. Resizes and exposes still repaint on their own.
         self.plot.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.NoViewportUpdate)
         self._style_plot()
+        self.set_unit(unit)
         self.empty_label = QLabel()
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
@@ -79,7 +88,20 @@ class ChartCard(QWidget):
         text_pen = pg.mkPen(palette.text().color())
         for axis in ("left", "bottom"):
             item.getAxis(axis).setTextPen(text_pen)
+            item.getAxis(axis).setLabel(color=palette.text().color().name())
+        # The ticks are clock times: say so, as the left axis names its unit.
+        item.getAxis("bottom").setLabel("local time")
         self.plot.setMinimumHeight(140)
+
+    def set_unit(self, unit: str) -> None:
+        """Name the unit of the left axis's numbers on the axis itself ("GiB", "tokens/s")."""
+        if unit == self.unit and unit:
+            return
+        self.unit = unit
+        axis = self.plot.getPlotItem().getAxis("left")
+        # The unit as written: pyqtgraph's SI prefixes would make "mGiB" of a small value.
+        axis.enableAutoSIPrefix(False)
+        axis.setLabel(unit or None)  # none: no label at all
 
     def set_series(self, names: Sequence[str]) -> None:
         """One curve per name; a legend appears when there is more than one."""

@@ -33,10 +33,10 @@ class HardwareCharts(QWidget):
         self.buffer = SampleBuffer(window_s)
         self._painted_revision = -1
         self._gpu_indexes: list[int] = []
-        self.cpu_chart = ChartCard("CPU", _percent)
-        self.ram_chart = ChartCard("RAM used", _gib)
-        self.gpu_util_chart = ChartCard("GPU utilization", _percent)
-        self.vram_chart = ChartCard("VRAM used", _gib)
+        self.cpu_chart = ChartCard("CPU", _percent, unit="%")
+        self.ram_chart = ChartCard("RAM used", _gib, unit="GiB")
+        self.gpu_util_chart = ChartCard("GPU utilization", _percent, unit="%")
+        self.vram_chart = ChartCard("VRAM used", _gib, unit="GiB")
         self.cpu_chart.set_series(["CPU"])
         self.cpu_chart.set_y_range(0, 100)
         self.ram_chart.set_series(["RAM"])

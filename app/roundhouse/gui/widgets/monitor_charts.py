@@ -15,6 +15,15 @@ from roundhouse.gui.widgets.monitor_buffer import MetricsBuffer
 from roundhouse.gui.widgets.sample_buffer import SampleBuffer
 
 GIB = 1024**3
+MIB = 1024**2
+# What the gateway's rate counts, beside the engine's own (the Monitor's table and chart).
+GATEWAY_RATE_HELP = (
+    "Output tokens the gateway passed on to clients in each second, all of the instance's "
+    "requests together. The seconds spent reading the prompt and the pauses between "
+    "requests count too, so it reads below the engine's own rate (the table's Engine "
+    "tok/s: one reply's speed while the engine generates it) for short replies, and "
+    "above it when several requests run at once."
+)
 NO_INSTANCE = "No instance is running: start one on the Engines page, and it shows here."
 NO_VRAM = (
     "No per-process VRAM on this machine: it is read with NVML, so only on NVIDIA GPUs "
@@ -47,14 +56,31 @@ class MonitorCharts(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.tps_chart = ChartCard("Tokens/s (output)", _joined(lambda v: f"{v:.1f} tok/s"))
-        self.flight_chart = ChartCard(
-            "Requests in flight (running + queued)", _joined(lambda v: f"{v:.0f}")
+        self.tps_chart = ChartCard(
+            "Gateway tokens/s (output, all requests)",
+            _joined(lambda v: f"{v:.1f} tok/s"),
+            unit="tokens/s",
         )
-        self.vram_chart = ChartCard("VRAM by instance (stacked)", _stacked_gib)
-        self.gpu_chart = ChartCard("GPU utilization", _joined(lambda v: f"{v:.0f} %"))
-        self.cpu_chart = ChartCard("CPU (% of one core)", _joined(lambda v: f"{v:.0f} %"))
-        self.ram_chart = ChartCard("RAM (resident)", _joined(lambda v: f"{v:.2f} GiB"))
+        self.tps_chart.title_label.setToolTip(GATEWAY_RATE_HELP)
+        self.flight_chart = ChartCard(
+            "Requests in flight (running + queued)",
+            _joined(lambda v: f"{v:.0f}"),
+            unit="requests",
+        )
+        self.vram_chart = ChartCard("VRAM by instance (stacked)", _stacked_gib, unit="GiB")
+        self.gpu_chart = ChartCard(
+            "GPU utilization", _joined(lambda v: f"{v:.0f} %"), unit="% busy"
+        )
+        self.cpu_chart = ChartCard(
+            "CPU (% of one core)", _joined(lambda v: f"{v:.0f} %"), unit="% of one core"
+        )
+        # A small engine holds tens of MiB, a large one tens of GiB: the axis follows.
+        self.ram_unit = "GiB"
+        self.ram_chart = ChartCard(
+            "RAM (resident)",
+            _joined(lambda v: f"{v:.2f} GiB" if self.ram_unit == "GiB" else f"{v:.0f} MiB"),
+            unit=self.ram_unit,
+        )
         self.instance_charts = (self.tps_chart, self.flight_chart, self.cpu_chart, self.ram_chart)
         self.gpu_chart.set_y_range(0, 100)
         self.gpu_chart.show_message("Waiting for the hardware inventory…")
@@ -115,7 +141,12 @@ class MonitorCharts(QWidget):
             t, [metrics.column(i, "running", "queued") for i in instances], span
         )
         self.cpu_chart.set_data(t, [metrics.column(i, "cpu_percent") for i in instances], span)
-        self.ram_chart.set_data(t, [metrics.column(i, "rss_bytes") / GIB for i in instances], span)
+        ram = [metrics.column(i, "rss_bytes") for i in instances]
+        largest = max((float(np.nanmax(r)) for r in ram if np.isfinite(r).any()), default=0.0)
+        self.ram_unit = "GiB" if largest >= GIB else "MiB"
+        self.ram_chart.set_unit(self.ram_unit)
+        scale = GIB if self.ram_unit == "GiB" else MIB
+        self.ram_chart.set_data(t, [r / scale for r in ram], span)
         self._paint_vram(metrics, instances, labels, t, span)
 
     def _paint_vram(

@@ -1,5 +1,5 @@
-"""Per instance, the figures no other tool shows: bandwidth use, a CPU fallback, and the
-engine's own tokens/s."""
+"""Per instance, the figures no other tool shows: bandwidth use and a CPU fallback (where
+there is a GPU), and the engine's own tokens/s beside the gateway's."""
 
 from __future__ import annotations
 
@@ -25,7 +25,27 @@ from roundhouse.gui.widgets.monitor_buffer import label_of
 # The daemon flags bandwidth use below this share (core.metrics.flags.LOW_BANDWIDTH_USE).
 LOW_SHARE_WORDS = "40 %"
 # The engine's own rate goes last: the columns before it keep their places.
-COLUMNS = ("Instance", "Tokens/s", "Bandwidth use", "CPU fallback", "Engine tok/s")
+COLUMNS = ("Instance", "Gateway tok/s", "Bandwidth use", "CPU fallback", "Engine tok/s")
+# Both say something of a GPU only: on a machine without one they are hidden.
+GPU_COLUMNS = (2, 3)
+HEADER_TIPS = (
+    "The model and the instance's id",
+    "Output tokens the gateway passed on in the last second, all of this instance's "
+    "requests together: what clients received. Reading each prompt and the pauses between "
+    "requests count too, so it reads below the engine's own rate for short replies, and "
+    "above it when several requests run at once.",
+    "How much of the GPU's peak memory bandwidth the instance uses while it generates: "
+    f"below {LOW_SHARE_WORDS} it is flagged.",
+    "Whether the instance runs on the CPU though it was asked to use the GPU.",
+    "One reply's generation speed as the engine measured it, once the prompt is read "
+    "(median of recent requests): the model's own speed, without the prompt, the network "
+    "or idle time.",
+)
+RATES_CAPTION = (
+    "Gateway tok/s is what clients received in the last second, all requests together, "
+    "pauses included; Engine tok/s is one reply's speed while the engine generates it. "
+    "Short replies and idle time make the first lower."
+)
 
 
 class Level(StrEnum):
@@ -116,11 +136,28 @@ class MonitorFlags(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        for column, tip in enumerate(HEADER_TIPS):
+            heading = self.table.horizontalHeaderItem(column)
+            if heading is not None:
+                heading.setToolTip(tip)
         self.table.setMaximumHeight(140)
+        self.caption = QLabel(RATES_CAPTION)
+        self.caption.setObjectName("hint")
+        self.caption.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.alert_label)
         layout.addWidget(self.table)
+        layout.addWidget(self.caption)
+        # Hidden until the hardware inventory names a GPU.
+        self.gpu_present = True
+        self.set_gpu_present(False)
+
+    def set_gpu_present(self, present: bool) -> None:
+        """Show bandwidth use and CPU fallback only where there is a GPU to speak of."""
+        self.gpu_present = present
+        for column in GPU_COLUMNS:
+            self.table.setColumnHidden(column, not present)
 
     def show_points(self, points: Sequence[InstanceMetrics]) -> None:
         self.table.setRowCount(len(points))
