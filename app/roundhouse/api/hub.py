@@ -7,6 +7,12 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+# The problem titles of a Hub that takes no connection at all (HubUnreachableError): the
+# app tells these apart from a slow or failing Hub, to say at once that search is offline.
+NO_CONNECTION_TITLE = "No internet connection"
+HUB_REFUSED_TITLE = "Hugging Face cannot be reached"
+UNREACHABLE_TITLES = frozenset({NO_CONNECTION_TITLE, HUB_REFUSED_TITLE})
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -11,6 +11,7 @@ from roundhouse.core.models.hub.errors import (
     GatedModelError,
     HubTokenError,
     HubUnavailableError,
+    HubUnreachableError,
     hub_errors,
 )
 
@@ -32,6 +33,17 @@ def response(status: int) -> httpx2.Response:
         (hf.HfHubHTTPError("x", response=response(500)), HubUnavailableError, "HTTP 500"),
         (hf.OfflineModeIsEnabled("offline"), HubUnavailableError, "HF_HUB_OFFLINE"),
         (httpx2.ConnectError("[Errno 111] refused"), HubUnavailableError, "Cannot reach"),
+        (
+            httpx2.ConnectError("[Errno 111] Connection refused"),
+            HubUnreachableError,
+            "refused the connection about org/name",
+        ),
+        (
+            httpx2.ConnectError("[Errno -2] Name or service not known"),
+            HubUnreachableError,
+            "No internet connection: Hugging Face could not be looked up",
+        ),
+        (httpx2.ReadTimeout("timed out"), HubUnavailableError, "did not answer in time"),
         (hf.HFValidationError("bad id"), InvalidInputError, "owner/name"),
     ],
 )
@@ -41,6 +53,7 @@ def test_mapping(raised: Exception, expected: type[RoundhouseError], words: str)
     assert words in caught.value.detail
     assert caught.value.__cause__ is raised
     assert "Traceback" not in caught.value.detail
+    assert "Errno" not in caught.value.detail
 
 
 def test_gated_message_links_the_hub_in_use() -> None:

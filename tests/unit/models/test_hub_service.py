@@ -21,6 +21,7 @@ from roundhouse.core.models.hub import (
     HubTokenStore,
     HubUnavailableError,
 )
+from roundhouse.core.models.hub.errors import HubUnreachableError, unreachable_error
 from tests.fakes.hub.build import (
     ACCESS_TOKEN,
     GATED_REPO,
@@ -190,8 +191,38 @@ def slow_hub_url() -> Iterator[str]:
 
 def test_an_unreachable_hub_is_said_in_words() -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    with pytest.raises(HubUnavailableError, match="Cannot reach Hugging Face"):
+    with pytest.raises(HubUnreachableError, match="refused the connection") as caught:
         asyncio.run(hub_at(url).details(GGUF_REPO))
+    assert "Errno" not in caught.value.detail
+    assert caught.value.title == "Hugging Face cannot be reached"
+
+
+def test_a_search_with_no_connection_fails_at_once_not_at_the_deadline() -> None:
+    # huggingface_hub retries a refused listing for ~25 s; the look beside the call does not.
+    hub = hub_at(f"http://127.0.0.1:{closed_port()}", timeout_s=15.0)
+    started = time.monotonic()
+    with pytest.raises(HubUnreachableError) as caught:
+        asyncio.run(hub.search(HubSearchRequest(kinds=["gguf"])))
+    assert time.monotonic() - started < 2.0
+    assert "Errno" not in str(caught.value)
+    hub.close()
+
+
+def test_a_failed_name_lookup_is_no_internet_connection() -> None:
+    try:
+        socket.getaddrinfo("roundhouse-test.invalid", 443)
+    except socket.gaierror as lookup:
+        # As huggingface_hub raises it: its HTTP library's error, the lookup's as the cause.
+        wrapped = OSError("[Errno -2] Name or service not known")
+        wrapped.__cause__ = lookup
+        error = unreachable_error(wrapped, "https://huggingface.co", "owner/model")
+    else:
+        pytest.skip("this resolver answers for .invalid names")
+    assert error is not None and error.title == "No internet connection"
+    assert error.detail.startswith("No internet connection: Hugging Face (huggingface.co)")
+    assert "Errno" not in error.detail and "owner/model" in error.detail
+    # A slow answer is not a missing connection.
+    assert unreachable_error(TimeoutError("timed out")) is None
 
 
 def test_a_hub_that_answers_too_late_is_given_up_at_the_deadline(slow_hub_url: str) -> None:

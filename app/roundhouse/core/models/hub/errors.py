@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 from huggingface_hub import errors as hf_errors
 
+from roundhouse.api.hub import HUB_REFUSED_TITLE, NO_CONNECTION_TITLE
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
 
 # huggingface_hub raises its HTTP library's errors for network failures (httpx in 1.x,
@@ -23,6 +27,18 @@ class HubUnavailableError(RoundhouseError):
 
     title = "Hugging Face unavailable"
     status = 503
+
+
+class HubUnreachableError(HubUnavailableError):
+    """No connection to the Hub at all: no network, a name that cannot be looked up, or a
+    connection refused. Known at once, so it is said at once (not after a timeout)."""
+
+    title = NO_CONNECTION_TITLE
+
+    def __init__(self, detail: str, title: str | None = None) -> None:
+        super().__init__(detail)
+        if title is not None:
+            self.title = title
 
 
 class GatedModelError(RoundhouseError):
@@ -90,10 +106,73 @@ def hub_errors(
             "and restart Roundhouse to search or download; local models still work."
         ) from exc
     except _NETWORK_ERRORS as exc:
+        unreachable = unreachable_error(exc, site, repo)
+        if unreachable is not None:
+            raise unreachable from exc
         raise HubUnavailableError(
             f"Cannot reach Hugging Face{_about(repo)}: {_reason(exc)}. Check the network "
             "connection (and a proxy or HF_ENDPOINT, if set), then try again."
         ) from exc
+
+
+_CHECK = "Check the network connection (and a proxy or HF_ENDPOINT, if set), then try again."
+# How the platforms word a failed name lookup, for errors that carry only the text.
+_LOOKUP_WORDS = (
+    "name or service not known",
+    "temporary failure in name resolution",
+    "nodename nor servname",
+    "getaddrinfo failed",
+    "no address associated",
+)
+_NO_ROUTE = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN})
+
+
+def unreachable_error(
+    exc: BaseException, site: str | None = None, repo: str | None = None
+) -> HubUnreachableError | None:
+    """The error in words when `exc` (or what caused it) says there is no connection at all;
+    None for anything else (a slow or broken answer is not a missing connection)."""
+    host = urlsplit(site).hostname if site else None
+    where = f"Hugging Face ({host})" if host else "Hugging Face"
+    kind = _connection_failure(exc)
+    if kind == "lookup":
+        return HubUnreachableError(
+            f"No internet connection: {where} could not be looked up{_about(repo)}. {_CHECK}"
+        )
+    if kind == "no route":
+        return HubUnreachableError(
+            f"No internet connection: this machine has no route to {where}{_about(repo)}. {_CHECK}"
+        )
+    if kind == "refused":
+        return HubUnreachableError(
+            f"{where} refused the connection{_about(repo)}: nothing answers at its address. "
+            f"{_CHECK}",
+            title=HUB_REFUSED_TITLE,
+        )
+    return None
+
+
+def _connection_failure(exc: BaseException) -> str | None:
+    """'lookup', 'no route', 'refused' or None, from the exception and its causes."""
+    seen: set[int] = set()
+    step: BaseException | None = exc
+    while step is not None and id(step) not in seen:
+        seen.add(id(step))
+        if isinstance(step, socket.gaierror):
+            return "lookup"
+        if isinstance(step, ConnectionRefusedError):
+            return "refused"
+        if isinstance(step, OSError) and step.errno in _NO_ROUTE:
+            return "no route"
+        text = str(step).lower()
+        if any(words in text for words in _LOOKUP_WORDS):
+            return "lookup"
+        if "connection refused" in text:
+            return "refused"
+        if "network is unreachable" in text or "no route to host" in text:
+            return "no route"
+        step = step.__cause__ or step.__context__
+    return None
 
 
 def _about(repo: str | None) -> str:
@@ -101,5 +180,10 @@ def _about(repo: str | None) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """What went wrong, in words: the library's own text carries errno numbers."""
+    name = type(exc).__name__.lower()
+    if isinstance(exc, TimeoutError) or "timeout" in name:
+        return "it did not answer in time"
+    if "ssl" in name or "certificate" in str(exc).lower():
+        return "the secure connection could not be set up (a proxy or the system's certificates)"
+    return "the connection failed"

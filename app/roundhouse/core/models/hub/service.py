@@ -15,9 +15,12 @@ offline mode, a Hub error), InvalidInputError (a malformed id or token), SecretS
 from __future__ import annotations
 
 import asyncio
+import time
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from huggingface_hub import HfApi
 
@@ -31,7 +34,11 @@ from roundhouse.api.hub import (
 )
 from roundhouse.core.errors import InvalidInputError
 from roundhouse.core.models.hub.details import model_details
-from roundhouse.core.models.hub.errors import HubTokenError, HubUnavailableError
+from roundhouse.core.models.hub.errors import (
+    HubTokenError,
+    HubUnavailableError,
+    unreachable_error,
+)
 from roundhouse.core.models.hub.search import search_models
 from roundhouse.core.models.hub.token import (
     HubTokenStore,
@@ -42,6 +49,11 @@ from roundhouse.core.models.hub.token import (
 
 _MAX_REVISION_CHARS = 256
 _THREADS = 4
+# The look before each call: whether the Hub's address (or the proxy's) takes a connection.
+# A slower answer proves nothing, so it is given this long and then left to the call.
+PROBE_TIMEOUT_S = 5.0
+# A connection made is trusted this long: the next calls do not look again.
+PROBE_KEEP_S = 10.0
 T = TypeVar("T")
 
 
@@ -62,6 +74,7 @@ class HubService:
         self._api = HfApi(
             endpoint=self.endpoint, library_name="roundhouse", library_version=__version__
         )
+        self._reachable_until = 0.0
 
     async def token(self) -> str | None:
         """The token Hub calls use (keyring first, then HF_TOKEN or `hf auth login`)."""
@@ -114,11 +127,50 @@ class HubService:
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def _call(self, fn: Callable[..., T], *args: object) -> T:
-        running = asyncio.get_running_loop().run_in_executor(self._threads, fn, *args)
+        """Run `fn` on the service's threads, bounded by the deadline. A connection that
+        cannot be made at all (no network, no name lookup, refused) is known in
+        milliseconds, while huggingface_hub would retry it for half a minute: a look at the
+        address first says so at once, and starts no call that would go on retrying."""
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(running, self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                await self._reachable()
+                return await loop.run_in_executor(self._threads, fn, *args)
         except TimeoutError:
             raise HubUnavailableError(
                 f"Hugging Face did not answer within {self.timeout_s:g} s: check the network "
                 "connection (and a proxy or HF_ENDPOINT, if set), then try again."
             ) from None
+
+    async def _reachable(self) -> None:
+        """Raise HubUnreachableError when the Hub's address takes no connection; return when
+        it does, or when the answer is merely slow (the call's deadline decides then)."""
+        if time.monotonic() < self._reachable_until:
+            return
+        site = self._api.endpoint
+        host, port = probe_address(site)
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                _, writer = await asyncio.open_connection(host, port)
+        except TimeoutError:
+            return
+        except OSError as exc:
+            unreachable = unreachable_error(exc, site)
+            if unreachable is not None:
+                raise unreachable from exc
+            return
+        writer.close()
+        self._reachable_until = time.monotonic() + PROBE_KEEP_S
+
+
+def probe_address(site: str) -> tuple[str, int]:
+    """Where a connection to `site` goes first: its proxy when one applies, else itself."""
+    parts = urlsplit(site)
+    host = parts.hostname or "huggingface.co"
+    default = 443 if parts.scheme == "https" else 80
+    proxy = urllib.request.getproxies().get(parts.scheme or "https")
+    if proxy and not urllib.request.proxy_bypass(host):
+        through = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if through.hostname:
+            return through.hostname, through.port or 80
+    return host, parts.port or default
