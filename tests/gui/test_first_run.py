@@ -2,7 +2,8 @@
 Hub stand-in serving the starters under the catalog's own names: shown on the first launch,
 the recommended starter downloaded with progress (paused and resumed), started, a reply
 streamed, the guide marked done; skipped from the Help menu and not shown again; offline
-with only the library's model; a missing engine installed; a dead daemon said in words."""
+with the library's model first and the bundled starters after it, or with nothing here and
+a model file imported; a missing engine installed; a dead daemon said in words."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from pathlib import Path
 
 import pytest
 import qasync
-from PySide6.QtWidgets import QApplication, QWizard
+from PySide6.QtWidgets import QApplication, QLabel, QWizard
 
 from roundhouse.api.downloads import DownloadState
 from roundhouse.api.engines import EngineId
 from roundhouse.api.settings import Settings
 from roundhouse.api.starters import EngineSetupState, OptionKind
 from roundhouse.base.paths import resolve_home
+from roundhouse.base.units import format_bytes
 from roundhouse.client import DaemonClient
+from roundhouse.core.models.starters_catalog import load_starters
 from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.first_run.wizard import FirstRunWizard
@@ -240,21 +243,37 @@ def test_skipped_from_the_help_menu_and_not_shown_again(
         again.window.deleteLater()
 
 
-def test_offline_offers_only_the_library_and_still_reaches_a_reply(
+def _offline_env(env: dict[str, str], home_root: Path, folder: Path | None) -> dict[str, str]:
+    """No Hub answers (nothing listens at its address); the library lists `folder` too."""
+    if folder is not None:
+        config = home_root / "config"
+        config.mkdir()
+        (config / "settings.toml").write_text(
+            f'[models]\nlibrary_folders = ["{folder.as_posix()}"]\n', encoding="utf-8"
+        )
+    return {**env, "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+
+
+def _no_errno_anywhere(wizard: FirstRunWizard) -> None:
+    """Every word the guide shows is a sentence: no errno numbers, no library's own text."""
+    texts = [label.text() for label in wizard.findChildren(QLabel)]
+    table = wizard.model.table
+    for row in range(table.topLevelItemCount()):
+        item = table.topLevelItem(row)
+        assert item is not None
+        texts += [item.text(column) for column in range(table.columnCount())]
+    for text in texts:
+        assert "Errno" not in text and "Name or service" not in text, text
+
+
+def test_offline_lists_the_library_first_then_the_bundled_starters_and_reaches_a_reply(
     first_ui: Ui,
     qloop: qasync.QEventLoop,
     home_root: Path,
     env: dict[str, str],
     tiny_gguf: Path,
 ) -> None:
-    # No Hub answers, and the library has one folder with the tiny model in it.
-    offline = {**env, "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
-    config = home_root / "config"
-    config.mkdir()
-    folder = tiny_gguf.parent.as_posix()
-    (config / "settings.toml").write_text(
-        f'[models]\nlibrary_folders = ["{folder}"]\n', encoding="utf-8"
-    )
+    offline = _offline_env(env, home_root, tiny_gguf.parent)
     ui = first_ui
     with running_daemon(home_root, env=offline) as daemon:
 
@@ -266,15 +285,92 @@ def test_offline_offers_only_the_library_and_still_reaches_a_reply(
             await wait_until(lambda: model.starters is not None, 30, "the starters")
             starters = model.starters
             assert starters is not None and not starters.online
-            assert model.status.text().startswith("Offline: Cannot reach Hugging Face")
+            assert model.status.text().startswith(
+                "Offline: Hugging Face (127.0.0.1) refused the connection"
+            ), model.status.text()
+            # The model on this machine first, then every starter of the bundled catalog,
+            # sized from it and marked as needing a download.
             shown = model.shown_ids()
-            assert len(shown) == 1 and shown[0].startswith("library:")
+            assert shown[0].startswith("library:")
+            catalog = [s for s in load_starters().starter if s.gguf is not None]
+            assert shown[1:] == [s.id for s in catalog]
+            table = model.table
+            for row, spec in enumerate(catalog, start=1):
+                item = table.topLevelItem(row)
+                assert item is not None and spec.gguf is not None
+                assert item.text(0) == spec.title
+                assert item.text(1) == format_bytes(spec.gguf.size_mb * 1000**2)
+                assert item.text(3) == "needs a download (offline now)"
+            # The recommended one, on this machine, is selected as promised; Next is offered.
             option = model.selected()
             assert option is not None and option.kind == OptionKind.LIBRARY
+            assert option.id == starters.recommended
             assert option.model == str(tiny_gguf)
+            assert model.status.text().endswith("the recommended one is selected.")
             assert model.isComplete() and not model.download_button.isVisible()
+            assert wizard.button(QWizard.WizardButton.NextButton).isEnabled()
+            assert model.import_button.isVisible() and model.import_button.isEnabled()
+            assert model.import_button.text() == "Import a model file…"
+            _no_errno_anywhere(wizard)
+            # A starter that needs a download says so, and Next still leads on.
+            assert model.select(shown[1])
+            assert "needs a download" in model.about.text()
+            assert not model.download_button.isEnabled()
+            assert wizard.button(QWizard.WizardButton.NextButton).isEnabled()
+            assert model.select(shown[0])
             wizard.next()
             await _chat_and_finish(wizard, daemon)
+
+        try:
+            qloop.run_until_complete(scenario())
+        finally:
+            close_bridge(qloop, ui.bridge)
+
+
+def test_offline_with_nothing_here_a_model_file_is_imported_from_the_guide(
+    first_ui: Ui,
+    qloop: qasync.QEventLoop,
+    home_root: Path,
+    env: dict[str, str],
+    tiny_gguf: Path,
+) -> None:
+    ui = first_ui
+    with running_daemon(home_root, env=_offline_env(env, home_root, None)):
+
+        async def scenario() -> None:
+            await _connect(ui)
+            wizard = await _opened(ui)
+            await _through_engine_step(wizard)
+            model = wizard.model
+            await wait_until(lambda: model.starters is not None, 30, "the starters")
+            starters = model.starters
+            assert starters is not None and not starters.online
+            assert starters.recommended is None
+            # Nothing is on this machine: the starters are listed, the way on is the import.
+            assert len(model.shown_ids()) == len(starters.options) > 0
+            assert "import a model file" in model.status.text()
+            assert "Import a model file" in model.reason.text()
+            assert "Settings" not in model.reason.text()
+            _no_errno_anywhere(wizard)
+            # Next still leads on: the chat step says what to do instead of a dead end.
+            next_button = wizard.button(QWizard.WizardButton.NextButton)
+            assert next_button.isEnabled()
+
+            # The Library's own import: its file dialog, then the daemon's import.
+            model.import_button.click()
+            dialog = model.file_dialog
+            assert dialog is not None and dialog.windowTitle() == "Import a GGUF file"
+            dialog.fileSelected.emit(str(tiny_gguf))
+            dialog.reject()
+            await wait_until(lambda: model.importing is None, 30, "the import")
+            await wait_until(model.isComplete, 30, "the list read again")
+            option = model.selected()
+            assert option is not None and option.kind == OptionKind.LIBRARY, option
+            assert option.downloaded and option.model is not None
+            assert Path(option.model).name == tiny_gguf.name
+            assert model.shown_ids()[0] == option.id
+            assert not model.problem.isVisible()
+            assert next_button.isEnabled()
 
         try:
             qloop.run_until_complete(scenario())

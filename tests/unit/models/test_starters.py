@@ -44,7 +44,7 @@ from roundhouse.core.models.starters_catalog import (
 )
 from roundhouse.core.models.starters_engines import setup_guide
 from roundhouse.core.models.starters_service import Fit, starter_list
-from roundhouse.gui.first_run.words import fit_text, shown_options, state_text
+from roundhouse.gui.first_run.words import download_words, fit_text, shown_options, state_text
 from tests.unit.models.test_fit_cases import (
     GIB,
     cpu_only,
@@ -206,9 +206,13 @@ def test_offline_only_models_on_this_machine_are_offered() -> None:
     assert local.kind == OptionKind.LIBRARY and local.model == other.path and local.downloaded
     assert starters.recommended == local.id
     assert starters.reason.startswith("Hugging Face cannot be reached")
-    assert [o.id for o in shown_options(starters)] == [local.id]
-    assert state_text(starters.options[0], starters.online) == "needs the internet"
+    # The starters are still shown, after the model on this machine, each needing a download.
+    shown = shown_options(starters)
+    assert [o.id for o in shown] == [local.id] + [o.id for o in starters.options[:-1]]
+    assert state_text(starters.options[0], starters.online) == "needs a download (offline now)"
     assert state_text(local, starters.online) == "in your library"
+    words = download_words(starters.options[0], online=False)
+    assert "needs a download" in words and "import a model file" in words
 
 
 def _hub_down_but_local(inventory: HardwareInventory) -> Fit:
@@ -227,7 +231,8 @@ def _hub_down_but_local(inventory: HardwareInventory) -> Fit:
 def test_offline_with_nothing_local_says_what_to_do() -> None:
     starters = listing(cpu_only(), fit=_hub_down)
     assert not starters.online and starters.recommended is None
-    assert "Connect to the internet" in starters.reason
+    assert "Import a model file" in starters.reason and "connect to the internet" in starters.reason
+    assert "Settings" not in starters.reason
     # Sized from the catalog all the same, so the list still says what each would take.
     assert starters.options[0].size_bytes == 398 * MB
     assert starters.options[0].verdict == FitVerdict.CPU_ONLY

@@ -101,13 +101,14 @@ def pick(
         if online:
             return None, "No model of the list can be used now: see each one's problem."
         return None, (
-            f"{why_offline}, and no model this engine runs is on this machine yet. Connect to "
-            "the internet and open the guide again, or add a folder of models in Settings."
+            f"{why_offline}, and no model this engine runs is on this machine yet. Import a "
+            "model file (a .gguf) or add a folder of models; or connect to the internet and "
+            "try again to download one of the starters."
         )
     comfy = [o for o in usable if o.comfortable]
     starters = [o for o in comfy if o.kind == OptionKind.STARTER]
     local = [o for o in starters if o.downloaded]
-    lead = "" if online else f"{why_offline}, so only models on this machine are offered. "
+    lead = "" if online else f"{why_offline}, so a model on this machine is chosen. "
     if local:
         best = _largest(local)
         return best.id, (

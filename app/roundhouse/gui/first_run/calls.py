@@ -12,12 +12,14 @@ from roundhouse.api.downloads import (
     DownloadRequest,
     OllamaDownloadRequest,
 )
+from roundhouse.api.library import ImportRequest
 from roundhouse.api.settings import Settings
 from roundhouse.api.starters import ServeStarterRequest, StarterOption
 from roundhouse.client.chat_stream import ReplyMeter
 from roundhouse.gui.call import Call, Follow
 from roundhouse.gui.daemon_calls import ChatCalls
 from roundhouse.gui.settings_patch import patch_settings
+from roundhouse.gui.widgets.models_calls import ModelsCalls
 
 if TYPE_CHECKING:
     from roundhouse.client import DaemonClient
@@ -28,6 +30,7 @@ class FirstRunCalls:
     def __init__(self, bridge: DaemonBridge) -> None:
         self._bridge = bridge
         self._chat = ChatCalls(bridge)
+        self._models = ModelsCalls(bridge)
 
     def guide(self, refresh: bool = False) -> Call:
         """Answers with the SetupGuide; `refresh` looks for engines again first."""
@@ -38,6 +41,10 @@ class FirstRunCalls:
         return self._bridge.call(
             "size the starter models", lambda c: c.starters(engine, offline=offline)
         )
+
+    def import_gguf(self, path: str) -> Call:
+        """The Library's import: answers with the LibraryModel the file became."""
+        return self._models.import_gguf(ImportRequest(path=path))
 
     def ollama(self) -> Call:
         """Answers with Ollama's InstanceInfo, attached or started."""

@@ -13,6 +13,12 @@ from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import SUGGESTED_PROMPT
 
 REPAINT_MS = 100
+# Offline with no model here, the guide still goes on: to the app, with what to do there.
+NOTHING_TO_START = (
+    "There is no model on this machine to start yet. Go Back to import a model file or "
+    "download a starter, or choose Open Roundhouse and add one later on the Models page: "
+    "Library ▸ Import GGUF…, a models folder in Settings, or Search."
+)
 
 
 class ChatStep(StepPage):
@@ -56,7 +62,7 @@ class ChatStep(StepPage):
     def initializePage(self) -> None:
         option, engine = self.state.option, self.state.engine
         if option is None or engine is None or option.model is None:
-            self.say("Choose and download a model first (step 3).")
+            self.say(NOTHING_TO_START)
             return
         if self.state.served is not None or self._serving:
             return

@@ -1,10 +1,14 @@
-"""Step 3: a starter model chosen to fit this machine, downloaded with progress if need be."""
+"""Step 3: a starter model chosen to fit this machine, downloaded with progress if need be,
+or a model already on this machine, or a GGUF file imported into the library."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -13,15 +17,19 @@ from PySide6.QtWidgets import (
     QTreeWidgetItem,
 )
 
+from roundhouse.api.library import LibraryModel
 from roundhouse.api.starters import StarterList, StarterOption
 from roundhouse.base.units import format_bytes
-from roundhouse.gui.call import Failure
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.first_run.download_panel import DownloadPanel
 from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import download_words, fit_text, shown_options, state_text
+from roundhouse.gui.widgets.import_gguf import gguf_file_dialog
 
 COLUMNS = ("Model", "Size", "On this machine", "State")
 ID_ROLE = Qt.ItemDataRole.UserRole
+LIBRARY_PREFIX = "library:"
+IMPORT_TEXT = "Import a model file…"
 
 
 class ModelStep(StepPage):
@@ -30,7 +38,9 @@ class ModelStep(StepPage):
             state,
             "A starter model",
             "A small model that suits this machine: the largest that fits comfortably is "
-            "chosen. Sizes come from Hugging Face, or from Roundhouse's list when offline.",
+            "chosen. Sizes come from Hugging Face, or from Roundhouse's list when offline. "
+            "Models already on this machine come first; a GGUF file of your own can be "
+            "imported.",
         )
         self.table = QTreeWidget()
         self.table.setHeaderLabels(COLUMNS)
@@ -46,8 +56,15 @@ class ModelStep(StepPage):
         self.about.setWordWrap(True)
         self.download_button = QPushButton("Download")
         self.download_button.clicked.connect(self.download)
+        self.import_button = QPushButton(IMPORT_TEXT)
+        self.import_button.setToolTip(
+            "Add a .gguf file from this machine to the library (hard-linked or copied), "
+            "as Models ▸ Library ▸ Import GGUF… does"
+        )
+        self.import_button.clicked.connect(self.choose_import)
         row = QHBoxLayout()
         row.addWidget(self.about, 1)
+        row.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignTop)
         self.panel = DownloadPanel(state.calls)
         self.panel.ended.connect(self._on_download_ended)
@@ -57,6 +74,10 @@ class ModelStep(StepPage):
         self.body.addWidget(self.panel)
         self.starters: StarterList | None = None
         self._loading_for: str | None = None
+        self.file_dialog: QFileDialog | None = None
+        self.importing: Call | None = None
+        # After an import, the library id to select once the list is read again.
+        self._select_library_id: str | None = None
 
     # -- the list ---------------------------------------------------------------------------
 
@@ -83,9 +104,15 @@ class ModelStep(StepPage):
         self._loading_for = None
         self.starters = starters
         offline = "" if starters.online else f"Offline: {starters.offline_reason} "
-        self.say(f"{offline}Choose a model; the recommended one is selected.")
+        if starters.recommended is not None:
+            self.say(f"{offline}Choose a model; the recommended one is selected.")
+        else:
+            self.say(f"{offline}No model here can be used yet: import a model file.".lstrip())
         self.reason.setText(starters.reason)
         keep = self.state.option.id if self.state.option else starters.recommended
+        if self._select_library_id is not None:
+            keep = self._imported_option_id(starters, self._select_library_id) or keep
+            self._select_library_id = None
         self.table.clear()
         for option in shown_options(starters):
             texts = [
@@ -129,13 +156,24 @@ class ModelStep(StepPage):
         return next((o for o in self.starters.options if o.id == wanted), None)
 
     def isComplete(self) -> bool:
+        """Next is offered unless something is under way, or the chosen starter can be
+        downloaded now (Download is the way on). With nothing to start (offline, no model
+        here), the chat step says what to do instead of leaving a dead end."""
+        if self.panel.running or self._loading_for is not None or self.importing is not None:
+            return False
         option = self.state.option
+        if option is not None and option.downloaded and option.model is not None:
+            return True
+        return not self._can_download(option)
+
+    def _can_download(self, option: StarterOption | None) -> bool:
+        online = self.starters.online if self.starters else False
         return (
             option is not None
-            and option.downloaded
-            and option.model is not None
+            and not option.downloaded
+            and option.problem is None
+            and online
             and not self.panel.running
-            and self._loading_for is None
         )
 
     def retry(self) -> None:
@@ -153,6 +191,7 @@ class ModelStep(StepPage):
         self.table.setEnabled(False)
         self.say(f"Downloading {option.title}…")
         self.panel.start(option)
+        self.import_button.setEnabled(False)
         self.completeChanged.emit()
 
     def _on_download_ended(self, problem: str) -> None:
@@ -166,14 +205,63 @@ class ModelStep(StepPage):
         self.load(offline=True)
 
     def _on_downloaded_listed(self, listed: StarterList) -> None:
-        """After a download: the same list, with what the library now has marked so."""
+        """After a download or an import: the same list, with what the library now has
+        marked so and any new model of it added."""
         before = self.starters
         if before is None or not before.online:
             self.show_starters(listed)
             return
         now = {o.id: o for o in listed.options if o.downloaded}
-        options = [now.get(o.id, o) for o in before.options]
+        options = [now.pop(o.id, o) for o in before.options]
+        options += now.values()
         self.show_starters(before.model_copy(update={"options": options}))
+
+    # -- an import ----------------------------------------------------------------------------
+
+    def choose_import(self) -> None:
+        """The Library's file dialog; the chosen file goes through the Library's import."""
+        if self.importing is not None or self.file_dialog is not None:
+            return
+        box = gguf_file_dialog(self)
+        box.fileSelected.connect(self.import_file)
+        box.finished.connect(self._on_file_dialog_finished)
+        self.file_dialog = box
+        box.open()
+
+    def import_file(self, path: str) -> None:
+        if self.importing is not None or not path:
+            return
+        self.clear_problem()
+        self.say(f"Importing {Path(path).name}…")
+        self.importing = call = self.state.calls.import_gguf(path)
+        call.succeeded.connect(self._on_imported)
+        call.failed.connect(self._on_import_failed)
+        self._update_buttons()
+
+    def _on_imported(self, model: LibraryModel) -> None:
+        self.importing = None
+        self._select_library_id = model.id
+        # The list again, without the Hub: the library now has it.
+        self.load(offline=True)
+
+    def _on_import_failed(self, failure: Failure) -> None:
+        self.importing = None
+        self.say("")
+        self.show_problem("The model file was not imported", failure.detail)
+        self._update_buttons()
+
+    def _on_file_dialog_finished(self) -> None:
+        box, self.file_dialog = self.file_dialog, None
+        if box is not None:
+            box.deleteLater()
+
+    @staticmethod
+    def _imported_option_id(starters: StarterList, library_id: str) -> str | None:
+        """The option the imported file is: a starter it matches, or its library entry."""
+        for option in starters.options:
+            if option.library_id == library_id or option.id == LIBRARY_PREFIX + library_id:
+                return option.id
+        return None
 
     def _on_starters_failed(self, failure: Failure) -> None:
         self._loading_for = None
@@ -188,14 +276,12 @@ class ModelStep(StepPage):
         ):
             self.state.served = None
         online = self.starters.online if self.starters else False
-        self.about.setText(download_words(option) if option else "")
-        can_download = (
-            option is not None
-            and not option.downloaded
-            and option.problem is None
-            and online
-            and not self.panel.running
-        )
-        self.download_button.setEnabled(can_download)
+        self.about.setText(download_words(option, online) if option else "")
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        option = self.state.option
+        self.download_button.setEnabled(self._can_download(option) and self.importing is None)
         self.download_button.setVisible(option is None or not option.downloaded)
+        self.import_button.setEnabled(self.importing is None and not self.panel.running)
         self.completeChanged.emit()

@@ -57,26 +57,31 @@ def state_text(option: StarterOption, online: bool) -> str:
     if option.downloaded:
         return "downloaded" if option.kind == OptionKind.STARTER else "in your library"
     if not online:
-        return "needs the internet"
+        return "needs a download (offline now)"
     if option.download is not None:
         return f"download {format_bytes(option.download.download_bytes)}"
     return "to download"
 
 
 def shown_options(starters: StarterList) -> list[StarterOption]:
-    """Offline, only what is on this machine; online, everything."""
-    if starters.online:
-        return list(starters.options)
-    return [o for o in starters.options if o.downloaded]
+    """Every option, those already on this machine first (each part in the list's order);
+    offline, the starters still show what each would take, marked as needing a download."""
+    return sorted(starters.options, key=lambda o: not o.downloaded)
 
 
-def download_words(option: StarterOption) -> str:
+def download_words(option: StarterOption, online: bool = True) -> str:
     """What the download step will do, before it starts."""
     if option.downloaded:
         return f"{option.title} is on this machine already: nothing to download."
+    where = "through Ollama" if option.ollama_tag else "from Hugging Face"
+    if not online:
+        size = format_bytes(option.size_bytes)
+        return (
+            f"{option.title} ({size}) needs a download {where}, and there is no connection "
+            "now. Choose a model on this machine, import a model file, or come back online."
+        )
     if option.download is None:
         return f"Downloads {option.title}."
-    where = "through Ollama" if option.ollama_tag else "from Hugging Face"
     return (
         f"Downloads {option.title} {where}: {option.download.in_words()}. It goes on in the "
         "background if you close the guide."

@@ -53,7 +53,8 @@ async def starters(
 ) -> StarterList:
     """The starter models for an engine (default: the recommended one), each sized and
     fitted on this machine, then the library's models for it; the largest that fits
-    comfortably is recommended. Offline, only models on this machine are offered."""
+    comfortably is recommended. Offline, the starters are sized from the catalog
+    and marked as needing a download; only models on this machine can be recommended."""
     from roundhouse.core.models.starters_catalog import load_starters
     from roundhouse.core.models.starters_service import starter_list
 
