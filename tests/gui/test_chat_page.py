@@ -28,6 +28,7 @@ from roundhouse.gui.pages.chat_page import ChatPage
 from roundhouse.gui.widgets.chat_input import ChatInput
 from roundhouse.gui.widgets.chat_markdown import CodeBlock, MarkdownView
 from roundhouse.gui.widgets.chat_message import THINKING, MessageWidget
+from roundhouse.gui.widgets.chat_settings import NOT_AVAILABLE
 from roundhouse.gui.widgets.chat_transcript import RENDER_MS, Transcript
 from tests.daemon_process import DaemonProcess, start_ready
 from tests.gui.conftest import wait_until
@@ -265,7 +266,7 @@ def test_an_unknown_model_fails_inline_retry_answers_and_delete_asks_first(
         model = await _serve(llama_daemon, tiny_gguf)
         page = await _page(ui, model)
         page.picker.set_model("no-such-model")
-        assert page.picker.describe() == "not offered by the gateway now"
+        assert page.picker.describe() == NOT_AVAILABLE
         page.settings.max_tokens.setValue(24)
         _send(page, "Hello?")
         failed = await _new_reply(page, None)

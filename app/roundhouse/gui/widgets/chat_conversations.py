@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
@@ -24,6 +26,17 @@ def _when(t: float, now: float) -> str:
     if now - t < 86_400:
         return time.strftime("%H:%M", time.localtime(t))
     return time.strftime("%d %b %Y", time.localtime(t))
+
+
+class _FitWidthDelegate(QStyledItemDelegate):
+    """Rows as wide as the list, whatever their text: the view then elides what is longer.
+
+    A list lays a row out at its text's width, and a wider row scrolls sideways."""
+
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
+        return QSize(0, super().sizeHint(option, index).height())
 
 
 class ConversationsView(QWidget):
@@ -41,6 +54,10 @@ class ConversationsView(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("conversations")
         self.list.setEditTriggers(QListWidget.EditTrigger.EditKeyPressed)
+        # A long title ends in "…" (the whole of it in the tooltip), not in a sideways scroll.
+        self.list.setItemDelegate(_FitWidthDelegate(self.list))
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.itemClicked.connect(self._on_list_item_clicked)
         self.list.itemActivated.connect(self._on_list_item_clicked)
         self.list.itemChanged.connect(self._on_list_item_changed)

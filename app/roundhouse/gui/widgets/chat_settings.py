@@ -19,6 +19,7 @@ from roundhouse.api.chat import SamplingParams
 from roundhouse.api.gateway import GatewayModel, GatewayModelList
 
 ENGINE_DEFAULT = "engine default"
+NOT_AVAILABLE = "not available: pick one from the list"
 # Typing is saved once it pauses this long.
 SAVE_AFTER_MS = 700
 
@@ -43,7 +44,7 @@ class ModelPicker(QComboBox):
         self._last = ""
 
     def set_models(self, listed: GatewayModelList, current: str | None) -> None:
-        """List them; select `current` (kept even when not offered), else the active one."""
+        """List them; select `current` (kept even when not listed), else the active one."""
         self.blockSignals(True)
         self.clear()
         self.models = {m.id: m for m in listed.models}
@@ -77,7 +78,8 @@ class ModelPicker(QComboBox):
     def describe(self) -> str:
         known = self.models.get(self.current_model())
         if known is None:
-            return "not offered by the gateway now" if self.current_model() else ""
+            # Typed, not listed: nothing running or startable answers to this name.
+            return NOT_AVAILABLE if self.current_model() else ""
         return f"{known.engine.value} · {known.state.value}"
 
     def _on_line_edit_editing_finished(self) -> None:
