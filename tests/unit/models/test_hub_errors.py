@@ -6,7 +6,10 @@ import httpx2
 import pytest
 from huggingface_hub import errors as hf
 
+from roundhouse.api.downloads import DownloadRequest
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
+from roundhouse.core.models.downloads.errors import HubAccessError
+from roundhouse.core.models.downloads.resolve import HubResolver
 from roundhouse.core.models.hub.errors import (
     GatedModelError,
     HubTokenError,
@@ -14,6 +17,7 @@ from roundhouse.core.models.hub.errors import (
     HubUnreachableError,
     hub_errors,
 )
+from tests.processes import free_port
 
 URL = "https://huggingface.co/api/models/org/name"
 
@@ -65,3 +69,12 @@ def test_gated_message_links_the_hub_in_use() -> None:
 def test_other_errors_pass_through() -> None:
     with pytest.raises(KeyError), hub_errors("org/name"):
         raise KeyError("a bug stays a bug")
+
+
+def test_a_download_with_no_connection_says_so_in_words() -> None:
+    resolve = HubResolver(f"http://127.0.0.1:{free_port()}")
+    request = DownloadRequest(repo="org/name", files=["model.gguf"])
+    with pytest.raises(HubAccessError) as caught:
+        resolve(request, None)
+    assert "refused the connection about org/name" in caught.value.detail
+    assert "Errno" not in caught.value.detail

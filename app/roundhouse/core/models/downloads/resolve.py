@@ -25,6 +25,7 @@ from roundhouse.core.models.downloads.safety import (
     normalize_etag,
     parse_sha256,
 )
+from roundhouse.core.models.hub.errors import unreachable_error
 
 MAX_FILES_PER_REQUEST = 1000
 _HEAD_THREADS = 8
@@ -174,7 +175,11 @@ def _hub_errors(repo: str, revision: str) -> Iterator[None]:
             f"The Hub answered HTTP {status} while listing {repo}: try again later."
         ) from exc
     except _NETWORK_ERRORS as exc:
+        # No connection at all is said as such; the library's own text carries errno numbers.
+        unreachable = unreachable_error(exc, None, repo)
+        if unreachable is not None:
+            raise HubAccessError(unreachable.detail) from exc
         raise HubAccessError(
-            f"Cannot reach the Hugging Face Hub to list {repo} ({exc or type(exc).__name__}). "
+            f"Cannot reach the Hugging Face Hub to list {repo}: the connection failed. "
             "Check the connection (and HF_HUB_OFFLINE), then try again."
         ) from exc
