@@ -37,10 +37,8 @@ class ModelStep(StepPage):
         super().__init__(
             state,
             "A starter model",
-            "A small model that suits this machine: the largest that fits comfortably is "
-            "chosen. Sizes come from Hugging Face, or from Roundhouse's list when offline. "
-            "Models already on this machine come first; a GGUF file of your own can be "
-            "imported.",
+            "The largest small model that fits comfortably is chosen; models already here "
+            "come first. Sizes come from Hugging Face, or from Roundhouse's list offline.",
         )
         self.table = QTreeWidget()
         self.table.setHeaderLabels(COLUMNS)
