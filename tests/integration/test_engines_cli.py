@@ -43,6 +43,9 @@ def test_start_ps_logs_restart_stop(served: DaemonProcess, tiny_gguf: Path) -> N
     assert started.returncode == 0, started.stderr
     assert "OpenAI base URL: http://127.0.0.1:" in started.stdout
     assert "curl " in started.stdout
+    # What the engine runs with, as its load report says (threads: its own default).
+    assert "Runs with: a 512-token context (1 slot)" in started.stdout, started.stdout
+    assert "threads: the engine's default" in started.stdout
     # Before it starts: the fit estimate for these options (one slot of 512 tokens).
     assert (
         "tiny.gguf: Runs on the CPU only" in started.stderr or "tiny.gguf: Fits" in started.stderr

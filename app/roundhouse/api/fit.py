@@ -216,3 +216,17 @@ class ModelFit(_Frozen):
     group: str | None = Field(default=None, description="the file choice estimated")
     size_bytes: int = Field(default=0, ge=0, description="bytes of its files")
     report: FitReport
+
+
+def start_context(report: FitReport) -> tuple[int, str]:
+    """The context per slot to start with, and why when it is not the estimate's first choice
+    (the estimate says it does not fit: its largest context that fits, when it names one)."""
+    if report.verdict != FitVerdict.DOES_NOT_FIT:
+        return report.context_length, ""
+    for advice in report.advice:
+        if advice.kind == AdviceKind.MAX_CONTEXT and isinstance(advice.value, int):
+            return advice.value, (
+                f" At {report.context_length} tokens it would not fit, so the context is "
+                f"lowered to {advice.value}."
+            )
+    return report.context_length, " It may not load: the start is tried all the same."

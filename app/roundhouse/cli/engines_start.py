@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from roundhouse.client import DaemonClient
 
 POLL_S = 0.25
+# How long the settings line waits for the daemon to read the engine's load report.
+MEMORY_WAIT_S = 3.0
 
 
 def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
@@ -166,7 +168,8 @@ async def _start(
         if not wait:
             return info
         try:
-            return await _wait_ready(client, info, quiet)
+            info = await _wait_ready(client, info, quiet)
+            return info if quiet else await _with_memory(client, info)
         except (KeyboardInterrupt, asyncio.CancelledError):
             if info.status != InstanceStatus.READY:
                 await client.stop_instance(info.id)
@@ -215,6 +218,50 @@ async def _wait_ready(client: DaemonClient, info: InstanceInfo, quiet: bool) -> 
     return info
 
 
+async def _with_memory(client: DaemonClient, info: InstanceInfo) -> InstanceInfo:
+    """The instance once the daemon has read what the engine chose (its load report is read
+    just after the engine answers as ready); as it is after MEMORY_WAIT_S."""
+    import asyncio
+
+    from roundhouse.api.instances import InstanceStatus
+
+    waited = 0.0
+    while info.status == InstanceStatus.READY and info.memory is None and waited < MEMORY_WAIT_S:
+        await asyncio.sleep(POLL_S)
+        waited += POLL_S
+        info = await client.instance(info.id)
+    return info
+
+
+def settings_words(info: InstanceInfo) -> str | None:
+    """'a 2,048-token context (1 slot), 0 of 3 layers on the GPU, 2 threads': what the
+    engine runs with, from its load report where the options left it to the engine."""
+    from roundhouse.api.engines import EngineId
+
+    options = info.options
+    if options is None:
+        return None
+    memory = info.memory
+    report = memory.estimate if memory is not None else None
+    actual = memory.actual if memory is not None else None
+    words = []
+    slots = report.n_parallel if report is not None else options.parallel
+    if report is not None:
+        context = report.context_length * report.n_parallel
+        words.append(f"a {context:,}-token context ({slots} slot{'s' if slots != 1 else ''})")
+    elif options.ctx_size:
+        words.append(f"a {options.ctx_size:,}-token context")
+    if actual is not None and actual.offloaded_layers is not None and actual.total_layers:
+        words.append(f"{actual.offloaded_layers} of {actual.total_layers} layers on the GPU")
+    elif options.n_gpu_layers is not None:
+        words.append(f"GPU layers: {options.n_gpu_layers}")
+    if options.threads:
+        words.append(f"{options.threads} threads")
+    elif "-t" not in info.argv and info.engine == EngineId.LLAMA_CPP:
+        words.append("threads: the engine's default (the CPU's cores)")
+    return ", ".join(words) or None
+
+
 def _progress_words(info: InstanceInfo) -> str:
     waited = f" {info.waited_s:.0f} s" if info.waited_s is not None else ""
     probe = f" ({info.probe_status})" if info.probe_status else ""
@@ -243,6 +290,9 @@ def _report_started(info: InstanceInfo, as_json: bool, gateway_url: str) -> None
         # The engine's own port answers only Roundhouse (ADR 21): apps use the gateway.
         base_url = info.base_url if info.origin == InstanceOrigin.EXTERNAL else gateway_url
         console.print(f"OpenAI base URL: {base_url}", highlight=False)
+        settings = settings_words(info)
+        if settings:
+            console.print(f"Runs with: {settings}", highlight=False)
         if info.status == InstanceStatus.READY:
             console.print(f"Try: {curl_example(base_url, model)}", highlight=False, soft_wrap=True)
     if info.status == InstanceStatus.FAILED:

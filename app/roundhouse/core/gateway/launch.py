@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.fit import AdviceKind, FitEngine, FitOptions, FitQuery, FitReport, FitVerdict
+from roundhouse.api.fit import FitEngine, FitOptions, FitQuery, FitReport, start_context
 from roundhouse.api.instances import StartRequest
 from roundhouse.api.library import LibraryModel
 from roundhouse.core.errors import RoundhouseError
@@ -65,7 +65,7 @@ def choose_launch(
             f"{_engine_words(engine)} with its own defaults: the fit estimate could not size "
             f"this model ({problem or 'no reason given'}).",
         )
-    context, why_context = _context(report)
+    context, why_context = start_context(report)
     if engine in _ONE_REQUEST_ENGINES:
         options = InstanceOptions(
             model=path,
@@ -91,19 +91,6 @@ def choose_launch(
         f"{chosen}, chosen by the fit estimate: {report.summary}{why_context} A preset "
         "saved for this model replaces these settings.",
     )
-
-
-def _context(report: FitReport) -> tuple[int, str]:
-    """The context to start with, and why when it is not the estimate's first choice."""
-    if report.verdict != FitVerdict.DOES_NOT_FIT:
-        return report.context_length, ""
-    for advice in report.advice:
-        if advice.kind == AdviceKind.MAX_CONTEXT and isinstance(advice.value, int):
-            return advice.value, (
-                f" At {report.context_length} tokens it would not fit, so the context is "
-                f"lowered to {advice.value}."
-            )
-    return report.context_length, " It may not load: the start is tried all the same."
 
 
 def _engine_words(engine: EngineId) -> str:

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -26,6 +27,7 @@ from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.dialogs.start_checks import MODEL_HINTS, start_problems
+from roundhouse.gui.widgets.start_defaults import StartDefaults, StartValues
 from roundhouse.gui.widgets.start_fit import StartFitLine
 from roundhouse.gui.widgets.start_params import StartParams, form_row, spin_value
 from roundhouse.gui.widgets.start_presets import StartPresets
@@ -44,6 +46,8 @@ class StartDialog(QDialog):
         engines: list[EngineSpec],
         engine: EngineId | None = None,
         parent: QWidget | None = None,
+        *,
+        offer_chat: bool = False,
     ) -> None:
         super().__init__(parent)
         self._bridge = bridge
@@ -115,8 +119,20 @@ class StartDialog(QDialog):
         self.error_label.setTextFormat(Qt.TextFormat.RichText)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error_label.hide()
-        # Before the start: will this file fit, run with these options?
+        # Before the start: the values the engine will run with, and will they fit?
+        self.defaults = StartDefaults(bridge, self)
+        self.defaults.ready.connect(self._on_defaults_ready)
+        self.defaults.unknown.connect(self._on_defaults_unknown)
+        self.defaults_label = QLabel()
+        self.defaults_label.setObjectName("hint")
+        self.defaults_label.setWordWrap(True)
+        self.defaults_label.hide()
         self.fit_line = StartFitLine(bridge)
+        # Whoever opened the dialog follows the start and opens the chat (the dialog closes
+        # as soon as the daemon accepted the start, long before the model is loaded).
+        self.open_chat_check = QCheckBox("Open the chat with this model when it is ready")
+        self.open_chat_check.setChecked(offer_chat)
+        self.open_chat_check.setVisible(offer_chat)
         self.buttons = QDialogButtonBox()
         self.start_button = self.buttons.addButton("Start", QDialogButtonBox.ButtonRole.AcceptRole)
         self.start_button.setDefault(True)
@@ -129,7 +145,9 @@ class StartDialog(QDialog):
         layout.addWidget(params.params_box)
         layout.addWidget(self.advanced_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.advanced_box)
+        layout.addWidget(self.defaults_label)
         layout.addWidget(self.fit_line)
+        layout.addWidget(self.open_chat_check)
         layout.addWidget(self.problem_label)
         layout.addWidget(self.info_label)
         layout.addWidget(self.error_label)
@@ -205,9 +223,17 @@ class StartDialog(QDialog):
         self.problem_label.setText("\n".join(found))
         self.problem_label.setVisible(bool(found))
         self.start_button.setEnabled(not found and self._call is None)
+        # A model the form refuses is not sized: its values would describe nothing.
+        if self.defaults.update_for(self.engine(), "" if found else self.model()):
+            self.defaults_label.hide()
+            self.params.forget_filled()
         if not found:
             self.fit_line.update_for(self.engine(), self.options())
         return not found
+
+    @property
+    def open_chat_when_ready(self) -> bool:
+        return not self.open_chat_check.isHidden() and self.open_chat_check.isChecked()
 
     def _daemon_is_local(self) -> bool:
         status = self._bridge.status
@@ -268,6 +294,18 @@ class StartDialog(QDialog):
         self.presets.save_preset_as(name)
 
     # -- reacting to the form -----------------------------------------------------------
+
+    def _on_defaults_ready(self, values: StartValues) -> None:
+        self.params.fill_in(values)
+        self.defaults_label.setText(values.words)
+        self.defaults_label.show()
+
+    def _on_defaults_unknown(self, reason: str) -> None:
+        self.defaults_label.setText(
+            f"Fields left empty are the engine's to choose: this file could not be sized "
+            f"({reason.rstrip('.')})."
+        )
+        self.defaults_label.show()
 
     def _on_engine_combo_changed(self) -> None:
         engine = self.engine()

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QWidget
 
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.fit import FitQuery, ModelFit
+from roundhouse.api.fit import DeviceKind, FitQuery, FitReport, FitVerdict, ModelFit
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.models_calls import ModelsCalls
@@ -26,6 +26,8 @@ class StartFitLine(QLabel):
         self._calls = ModelsCalls(bridge)
         self._call: Call | None = None
         self._query: FitQuery | None = None
+        # Whether the last verdict is shown in the usual text colour (not a warning).
+        self.neutral = False
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.hide()
@@ -62,7 +64,11 @@ class StartFitLine(QLabel):
         advice = fit.report.advice[0].text if fit.report.advice else ""
         self.setText("  ".join(t for t in (fit.report.summary, advice) if t))
         self.setToolTip(badge.tooltip)
-        self.setStyleSheet(f"color: {_COLOURS.get(badge.tone, '#666')};")
+        # The CPU is the only place a model can run on a machine without a GPU: that is
+        # no warning, so the line keeps the usual text colour.
+        neutral = _cpu_is_all_there_is(fit.report)
+        self.setStyleSheet("" if neutral else f"color: {_COLOURS.get(badge.tone, '#666')};")
+        self.neutral = neutral
         self.show()
 
     def _on_fit_failed(self, call: Call, failure: Failure) -> None:
@@ -73,3 +79,10 @@ class StartFitLine(QLabel):
         self.setToolTip("")
         self.setStyleSheet(f"color: {_COLOURS[Tone.UNKNOWN]};")
         self.show()
+
+
+def _cpu_is_all_there_is(report: FitReport) -> bool:
+    """Runs on the CPU, and the machine has no GPU the engine could use."""
+    return report.verdict == FitVerdict.CPU_ONLY and not any(
+        device.kind == DeviceKind.GPU for device in report.devices
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import (
@@ -22,6 +23,9 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions
 
+if TYPE_CHECKING:
+    from roundhouse.gui.widgets.start_defaults import StartValues
+
 ADVANCED_FIELDS = frozenset(
     {"served_name", "dtype", "extra_args", "tool_parser", "reasoning_parser"}
 )
@@ -35,6 +39,8 @@ KV_TYPES: dict[EngineId, tuple[str, ...]] = {
     EngineId.VLLM: ("auto", "fp8", "fp8_e4m3", "fp8_e5m2"),
     EngineId.SGLANG: ("auto", "fp8_e4m3", "fp8_e5m2"),
 }
+# The fields the start dialog fills in with the values the engine will use (start_defaults).
+FILLED_FIELDS = ("ctx_size", "parallel", "n_gpu_layers", "threads")
 GPU_LAYER_CHOICES = (("engine default", None), ("auto", "auto"), ("all", "all"), ("number", 0))
 FLASH_CHOICES = (("engine default", None), ("auto", "auto"), ("on", "on"), ("off", "off"))
 
@@ -213,6 +219,57 @@ class StartParams(QObject):
         self.advanced_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.advanced_button.toggled.connect(self._on_advanced_button_toggled)
 
+        # Fields the user (or a preset) set: filled-in values never replace theirs.
+        self.user_fields: set[str] = set()
+        self._filling = False
+        for name, spin in (
+            ("ctx_size", self.ctx_size),
+            ("parallel", self.parallel),
+            ("threads", self.threads),
+            ("n_gpu_layers", self.gpu_layers_number),
+        ):
+            spin.valueChanged.connect(lambda _, name=name: self._on_user_changed(name))
+        self.gpu_layers_choice.currentIndexChanged.connect(
+            lambda _: self._on_user_changed("n_gpu_layers")
+        )
+
+    def fill_in(self, values: StartValues) -> None:
+        """Show the values the engine will use in the fields nobody set; each stays editable
+        (a change is the user's from then on)."""
+        self._filling = True
+        try:
+            if "ctx_size" not in self.user_fields:
+                self.ctx_size.setValue(values.ctx_size)
+            if "parallel" not in self.user_fields:
+                self.parallel.setValue(values.parallel)
+            if "threads" not in self.user_fields and values.threads is not None:
+                self.threads.setValue(values.threads)
+            if "n_gpu_layers" not in self.user_fields:
+                self.gpu_layers_number.setValue(values.gpu_layers)
+                self.gpu_layers_choice.setCurrentIndex(self.gpu_layers_choice.findText("number"))
+        finally:
+            self._filling = False
+
+    def forget_filled(self) -> None:
+        """Back to the engine's own choice in the fields nobody set (the values filled in were
+        for another file or engine)."""
+        self._filling = True
+        try:
+            if "ctx_size" not in self.user_fields:
+                set_spin(self.ctx_size, None)
+            if "parallel" not in self.user_fields:
+                set_spin(self.parallel, None)
+            if "threads" not in self.user_fields:
+                set_spin(self.threads, None)
+            if "n_gpu_layers" not in self.user_fields:
+                self.gpu_layers_choice.setCurrentIndex(0)
+        finally:
+            self._filling = False
+
+    def _on_user_changed(self, name: str) -> None:
+        if not self._filling:
+            self.user_fields.add(name)
+
     def connect_changes(self, slot: Callable[[], object]) -> None:
         """Call `slot` when a field that the checks or the fit estimate read changes (the
         memory checkbox changes neither)."""
@@ -270,7 +327,9 @@ class StartParams(QObject):
         }
 
     def set_options(self, options: InstanceOptions) -> None:
-        """Fill the fields from saved options; the model is not among them."""
+        """Fill the fields from saved options; the model is not among them. A preset is the
+        user's own choice: filled-in values leave its fields alone."""
+        self.user_fields.update(FILLED_FIELDS)
         set_spin(self.ctx_size, options.ctx_size)
         layers = options.n_gpu_layers
         if isinstance(layers, int):
