@@ -2,10 +2,14 @@
 a short benchmark runs with live progress and fills vLLM's table; two runs are compared side
 by side with a chart; one is exported as Markdown through the save dialog and one deleted.
 With llama.cpp the only engine, A/B is disabled and says why; with mlx_lm.server too, one
-click runs both engines and shows them side by side."""
+click runs both engines and shows them side by side. A context too small for the requests in
+flight fails some of them: the page counts them apart, says why above the table with what to
+change, marks the run in the list and the chart, and the export carries the failures."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import qasync
@@ -63,7 +67,7 @@ def test_run_compare_export_delete(
         assert page.table.value("Failed requests") == "0"
         assert page.table.value("Maximum request concurrency") == "2"
         assert float(page.table.value("Output token throughput (tok/s)") or 0) > 0
-        assert page.progress_label.text().startswith("4/4 requests, ")
+        assert page.progress_label.text().startswith("4 of 4 done: 4 succeeded · ")
         await wait_until(lambda: page.results.rowCount() == 1, 10, "the run listed")
         first = page.results.ids()[0]
 
@@ -170,3 +174,93 @@ def test_ab_in_one_click(
             qloop.run_until_complete(scenario())
         finally:
             close_bridge(qloop, ui.bridge)
+
+
+def test_failures_are_counted_explained_marked_and_exported(
+    ui: Ui, qloop: qasync.QEventLoop, llama_daemon: DaemonProcess, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        # 256 tokens shared by llama-server's own number of slots (parallel left to it, so
+        # its KV cache is unified): 4 requests of 50 + 120 tokens at once overflow it, and
+        # the engine fails those it cannot fit with "Context size has been exceeded.".
+        options = InstanceOptions(model=str(tiny_gguf), ctx_size=256, threads=1)
+        request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+        await start_ready(llama_daemon, request, READY_S)
+        model = tiny_gguf.stem
+        page = ui.window.show_page(BenchPage.title)
+        assert isinstance(page, BenchPage)
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        await wait_until(lambda: page.form.picker.findText(model) >= 0, 20, "the model listed")
+        page.form.picker.set_model(model)
+        page.form.prompts.setValue(5)
+        page.form.concurrency.setValue(4)
+        page.form.input_len.setValue(50)
+        page.form.output_len.setValue(120)
+        assert page.failures.isHidden()
+
+        await _run(page, "too small")
+        await wait_until(lambda: len(page.shown) == 1, 10, "the run shown")
+        m = page.shown[0].metrics
+        assert m.failed >= 1 and m.completed + m.failed == 5, m.failures
+        counts = f"{m.completed} of 5 succeeded, {m.failed} failed"
+        assert page.progress_label.text().startswith(f"5 of 5 done: {m.completed} succeeded")
+        assert f"{m.failed} failed" in page.progress_label.text()
+
+        # The banner above the table: the counts, the engine's reason with its count, and
+        # what to change with the engine's own numbers (from its /props).
+        await wait_until(lambda: page.failures.isVisible(), 10, "the failures banner")
+        said = page.failures.text()
+        # Which requests the engine fits depends on timing: now and then none of them.
+        assert (counts if m.completed else "Every request failed (5 of 5)") in said, said
+        assert f"{m.failed} × Context size has been exceeded." in said, said
+        assert "context of 256 tokens is shared by its 4 slots" in said, said
+        assert "maximum concurrency" in said, said
+        header = page.table.horizontalHeaderItem(1).text()
+        if m.completed:
+            value = page.table.value("Output token throughput (tok/s)") or ""
+            assert value.endswith("(successful only)"), value
+            assert counts in header, header
+        else:  # kept as failed: no figures at all
+            assert page.table.value("Output token throughput (tok/s)") is None
+            assert header.endswith("FAILED"), header
+            assert page.status.text() == "", page.status.text()
+
+        # Marked in the kept results; the chart names the run in words, not by its id.
+        await wait_until(lambda: page.results.rowCount() == 1, 10, "the run listed")
+        assert page.results.text_at(0, "Requests") == counts
+        assert "Context size has been exceeded" in page.results.text_at(0, "Failures")
+        run_id = page.results.ids()[0]
+        assert all(run_id not in name for name in page.chart.names), page.chart.names
+        assert "too small on llama.cpp" in page.chart.names[0]
+        assert f"{m.failed} failed" in page.chart.names[0]
+
+        page.results.select_ids([run_id])
+        page.buttons["Export CSV…"].click()
+        dialog = page.export_dialog
+        assert dialog is not None
+        target = tmp_path / "failed.csv"
+        dialog.selectFile(str(target))
+        dialog.accept()
+        await wait_until(target.exists, 10, "the export written")
+        rows = dict(csv.reader(io.StringIO(target.read_text(encoding="utf-8"))))
+        assert rows["failed"] == str(m.failed)
+        assert rows["status"] == ("failed" if not m.completed else "partial")
+        assert rows["failure_1_reason"] == "Context size has been exceeded."
+        assert "ctx_size" in rows["failure_1_advice"]
+
+        # A clean run clears the banner.
+        page.form.prompts.setValue(2)
+        page.form.concurrency.setValue(1)
+        page.form.input_len.setValue(8)
+        page.form.output_len.setValue(4)
+        await _run(page, "fits")
+        await wait_until(lambda: page.shown and page.shown[0].request.label == "fits", 10, "shown")
+        assert page.shown[0].metrics.failed == 0
+        assert page.failures.isHidden()
+        assert page.progress_label.text().startswith("2 of 2 done: 2 succeeded ·")
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        close_bridge(qloop, ui.bridge)

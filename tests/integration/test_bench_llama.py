@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -106,7 +108,9 @@ def _cli(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
     root = served.daemon.home.root
     assert root is not None
     argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "bench", *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    # Wide enough that tables do not cut the words asserted on.
+    env = os.environ | {"COLUMNS": "400"}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
 
 
 def test_cli_runs_lists_shows_compares_and_exports(served: Served) -> None:
@@ -160,3 +164,35 @@ def test_progress_of_an_unknown_benchmark_is_not_found(served: Served) -> None:
                 await asyncio.sleep(0.1)
 
     asyncio.run(ask())
+
+
+def test_cli_keeps_a_run_whose_requests_all_failed_as_failed_with_the_reasons(
+    served: Served,
+) -> None:
+    # Prompts longer than the context of a slot: llama-server refuses every one. No warm-up,
+    # so the run itself meets the failures (a failing warm-up stops a run before it starts).
+    failing = ["-n", "3", "--input-len", "600", "--output-len", "4", "--warmups", "0"]
+    ran = _cli(served, served.model, *failing, "--label", "too long")
+    assert ran.returncode == 1, ran.stdout
+    said = " ".join(ran.stderr.split())
+    assert "Every request failed (3 of 3)" in said, said
+    assert "3 × request (" in said and "exceeds the available context size" in said, said
+    assert "What to change:" in said and "context of one slot (" in said, said
+    assert "Traceback" not in said
+    found = re.search(r"roundhouse bench show ([0-9a-f]{12})", said)
+    assert found is not None, said
+    bench_id = found.group(1)
+
+    listed = {r["id"]: r for r in json.loads(_cli(served, "ls", "--json").stdout)["results"]}
+    kept = listed[bench_id]
+    assert kept["status"] == "failed" and kept["failed"] == 3 and kept["completed"] == 0
+    table = " ".join(_cli(served, "ls").stdout.split())
+    assert "FAILED: request (" in table, table
+    shown = " ".join(_cli(served, "show", bench_id).stdout.split())
+    assert "Every request failed (3 of 3)" in shown and "Output token throughput" not in shown
+    exported = json.loads(_cli(served, "export", bench_id, "--format", "json").stdout)
+    assert exported["status"] == "failed"
+    assert exported["metrics"]["failure_groups"][0]["count"] == 3
+    markdown = _cli(served, "export", bench_id, "--format", "md").stdout
+    assert "**FAILED: Every request failed (3 of 3)" in markdown
+    assert _cli(served, "rm", bench_id).returncode == 0

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from roundhouse.api.engines import EngineId, EnginesOverview, ModelFormat
 
@@ -83,6 +84,24 @@ class Failure(_Model):
     error: str
 
 
+class FailureGroup(_Model):
+    """Failed requests that share one reason, with what to change (None when not known)."""
+
+    reason: str = Field(description="the engine's or the client's words, as the first said it")
+    count: int
+    advice: str | None = None
+
+
+class ServingContext(_Model):
+    """The context of the instance that served the run, where known: what the advice on a
+    context failure names."""
+
+    slot_ctx: int | None = Field(default=None, description="tokens one request may use")
+    slots: int | None = Field(default=None, description="requests the engine runs at once")
+    ctx_size: int | None = Field(default=None, description="the ctx_size it was started with")
+    parallel: int | None = Field(default=None, description="the parallel it was started with")
+
+
 class BenchMetrics(_Model):
     convention: Convention
     completed: int
@@ -105,6 +124,9 @@ class BenchMetrics(_Model):
     notes: list[str] = Field(default=[], description="tail and client warnings, in words")
     client_behind: bool = False
     usage_missing: int = Field(default=0, description="requests counted without usage")
+    failure_groups: list[FailureGroup] = Field(
+        default=[], description="every failed request, grouped by reason, most first"
+    )
 
 
 class BenchProgress(_Model):
@@ -112,7 +134,31 @@ class BenchProgress(_Model):
     state: BenchState
     done: int = 0
     total: int = 0
+    failed: int = Field(default=0, description="of the requests done, those that failed")
+    kept: bool = Field(default=False, description="its result is kept under this id")
     error: str | None = None
+
+
+class BenchStatus(StrEnum):
+    """How a kept run went: every request answered, some failed, or all failed."""
+
+    OK = "ok"
+    PARTIAL = "partial"
+    FAILED = "failed"
+
+
+def status_of(completed: int, failed: int) -> BenchStatus:
+    if not failed:
+        return BenchStatus.OK
+    return BenchStatus.PARTIAL if completed else BenchStatus.FAILED
+
+
+def counts_line(completed: int, failed: int) -> str:
+    """ "1 of 5 succeeded, 4 failed": successes first, failures named apart."""
+    total = completed + failed
+    if not failed:
+        return f"{completed} of {total} succeeded"
+    return f"{completed} of {total} succeeded, {failed} failed"
 
 
 class BenchResult(_Model):
@@ -120,7 +166,26 @@ class BenchResult(_Model):
     created_at: float = Field(description="seconds since the Unix epoch")
     request: BenchRequest
     engine: str | None = Field(default=None, description="the engine that served, when known")
+    serving: ServingContext | None = Field(
+        default=None, description="the serving instance's context, where known"
+    )
     metrics: BenchMetrics
+    status: BenchStatus = Field(
+        default=BenchStatus.OK, description="always as the metrics' counts say (set on load)"
+    )
+
+    @model_validator(mode="after")
+    def _status_from_counts(self) -> BenchResult:
+        # Derived, but kept in the JSON so that exports carry it; a result kept before the
+        # field existed gets it here.
+        self.status = status_of(self.metrics.completed, self.metrics.failed)
+        return self
+
+
+def progress_words(done: int, total: int, failed: int) -> str:
+    """ "3 of 5 done: 1 succeeded, 2 failed": failures are never folded into the count."""
+    line = f"{done} of {total} done: {done - failed} succeeded"
+    return line + (f", {failed} failed" if failed else "")
 
 
 class BenchSummary(_Model):
@@ -133,6 +198,10 @@ class BenchSummary(_Model):
     convention: Convention
     output_throughput: float
     ttft_median_ms: float
+    completed: int = 0
+    failed: int = 0
+    status: BenchStatus = BenchStatus.OK
+    reasons: list[str] = Field(default=[], description="the failures' reasons, most first")
 
 
 class BenchList(_Model):
@@ -149,10 +218,55 @@ def _f(value: float) -> str:
     return f"{value:.2f}"
 
 
+# Beside each throughput of a run with failures: the rate counts the successful requests only.
+SUCCESSFUL_ONLY = " (successful only)"
+
+
+def run_name(result: BenchResult) -> str:
+    """A run in words for charts and lists: label or model, engine, workload and time."""
+    req = result.request
+    engine = f" on {result.engine}" if result.engine else ""
+    pace = (
+        f"c{req.max_concurrency}"
+        if req.max_concurrency
+        else ("all at once" if req.request_rate is None else f"{req.request_rate:g} req/s")
+    )
+    when = time.strftime("%m-%d %H:%M", time.localtime(result.created_at))
+    workload = f"{req.num_prompts}×{req.input_len}/{req.output_len} {pace}"
+    return f"{req.label or req.model}{engine}, {workload}, {when}"
+
+
+def failure_lines(result: BenchResult) -> list[str]:
+    """The failures in words, grouped by reason with what to change; empty when none."""
+    m = result.metrics
+    if not m.failed:
+        return []
+    if result.status is BenchStatus.FAILED:
+        head = f"Every request failed ({m.failed} of {m.failed}): the run has no figures."
+    else:
+        requests = "request" if m.completed == 1 else "requests"
+        head = (
+            f"{counts_line(m.completed, m.failed)}: throughputs and latencies cover the "
+            f"{m.completed} successful {requests} only."
+        )
+    lines = [head]
+    for group in m.failure_groups:
+        lines.append(f"{group.count} × {group.reason}")
+        if group.advice:
+            lines.append(f"    What to change: {group.advice}")
+    told = sum(g.count for g in m.failure_groups)
+    if told < m.failed:
+        lines.append(f"{m.failed - told} × reason not kept")
+    return lines
+
+
 def table_rows(result: BenchResult) -> list[tuple[str, str]]:
-    """vLLM's result table as (label, value) rows; section headings have an empty value."""
+    """vLLM's result table as (label, value) rows; section headings have an empty value.
+    A run whose requests all failed has its counts only: none of its figures mean anything;
+    a run with failures says that its throughputs count the successful requests only."""
     m, req = result.metrics, result.request
     rate = "inf" if req.request_rate is None else _f(req.request_rate)
+    only = SUCCESSFUL_ONLY if m.failed else ""
     rows: list[tuple[str, str]] = [
         ("Serving Benchmark Result", ""),
         ("Convention", m.convention.value),
@@ -161,16 +275,20 @@ def table_rows(result: BenchResult) -> list[tuple[str, str]]:
         ("Maximum request concurrency", str(req.max_concurrency or "None")),
         ("Request rate configured (RPS)", rate),
         ("Benchmark duration (s)", _f(m.duration_s)),
+    ]
+    if result.status is BenchStatus.FAILED:
+        return rows
+    rows += [
         ("Total input tokens", str(m.total_input_tokens)),
         ("Total generated tokens", str(m.total_output_tokens)),
-        ("Request throughput (req/s)", _f(m.request_throughput)),
-        ("Output token throughput (tok/s)", _f(m.output_throughput)),
-        ("Peak output token throughput (tok/s)", _f(m.peak_output_throughput)),
+        ("Request throughput (req/s)", _f(m.request_throughput) + only),
+        ("Output token throughput (tok/s)", _f(m.output_throughput) + only),
+        ("Peak output token throughput (tok/s)", _f(m.peak_output_throughput) + only),
         ("Peak concurrent requests", _f(m.peak_concurrency)),
-        ("Total token throughput (tok/s)", _f(m.total_token_throughput)),
+        ("Total token throughput (tok/s)", _f(m.total_token_throughput) + only),
     ]
     if m.request_goodput is not None:
-        rows.append(("Request goodput (req/s)", _f(m.request_goodput)))
+        rows.append(("Request goodput (req/s)", _f(m.request_goodput) + only))
     blocks = (
         ("Time to First Token", "TTFT", m.ttft),
         ("Time per Output Token (excl. 1st token)", "TPOT", m.tpot),
@@ -206,6 +324,10 @@ class AbProgress(_Model):
     done: int = Field(default=0, description="requests done in the current arm")
     total: int = 0
     result_ids: list[str] = Field(default=[], description="one per finished arm, in order")
+    failed: int = Field(default=0, description="requests failed in the current arm")
+    warnings: list[str] = Field(
+        default=[], description="per finished arm with failures: its counts and first reason"
+    )
     error: str | None = None
 
 

@@ -136,13 +136,22 @@ def run(ctx: click.Context, /, model: str, **options: Any) -> None:
     _show(result, as_json)
 
 
+def progress_text(done: int, total: int, failed: int) -> str:
+    """ "3 of 5 done: 1 succeeded, 2 failed": failures are never folded into the count."""
+    line = f"{done} of {total} done: {done - failed} succeeded"
+    return line + (f", {failed} failed" if failed else "")
+
+
 def _progress_line(console: Any) -> Any:
-    last = [-1]
+    from roundhouse.api.bench import progress_words
+
+    last = [""]
 
     def show(progress: Any) -> None:
-        if progress.done != last[0] and console.is_terminal:
-            last[0] = progress.done
-            console.print(f"\r{progress.done}/{progress.total} requests done", end="")
+        line = progress_words(progress.done, progress.total, progress.failed)
+        if line != last[0] and console.is_terminal:
+            last[0] = line
+            console.print("\r" + line.ljust(50), end="", highlight=False)
 
     return show
 
@@ -289,7 +298,7 @@ def ab(ctx: click.Context, /, model: str, **options: Any) -> None:
 
     from pydantic import ValidationError
 
-    from roundhouse.api.bench import AbRequest, BenchRequest
+    from roundhouse.api.bench import AbRequest, BenchRequest, progress_words
     from roundhouse.cli.bench_view import compare_view
     from roundhouse.cli.output import console, err_console, fail
 
@@ -317,7 +326,8 @@ def ab(ctx: click.Context, /, model: str, **options: Any) -> None:
     last = [""]
 
     def show(progress: Any) -> None:
-        line = f"{progress.stage}: {progress.done}/{progress.total} requests"
+        counts = progress_words(progress.done, progress.total, progress.failed)
+        line = f"{progress.stage}: {counts}"
         if line != last[0] and err_console.is_terminal:
             last[0] = line
             err_console.print("\r" + line.ljust(60), end="", highlight=False)

@@ -8,13 +8,33 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from roundhouse.api.bench import BenchList, BenchResult, table_rows
+from roundhouse.api.bench import (
+    BenchList,
+    BenchResult,
+    BenchStatus,
+    counts_line,
+    failure_lines,
+    table_rows,
+)
 
 
 def _title(result: BenchResult) -> str:
     req = result.request
     engine = f" on {result.engine}" if result.engine else ""
-    return f"{req.label or req.model}{engine} ({result.id})"
+    m = result.metrics
+    marked = f" [{counts_line(m.completed, m.failed)}]" if m.failed else ""
+    return f"{req.label or req.model}{engine} ({result.id}){marked}"
+
+
+def failures_view(result: BenchResult) -> RenderableType | None:
+    """The failures above the table: the counts, each reason with its count and advice."""
+    lines = failure_lines(result)
+    if not lines:
+        return None
+    text = Text(lines[0] + "\n", style="bold red")
+    for line in lines[1:]:
+        text.append(line + "\n", style="yellow" if line.startswith(" ") else "red")
+    return text
 
 
 def result_view(result: BenchResult) -> RenderableType:
@@ -27,14 +47,15 @@ def result_view(result: BenchResult) -> RenderableType:
         else:
             table.add_section()
             table.add_row(Text(label, style="bold"), "")
-    parts: list[RenderableType] = [table]
+    failures = failures_view(result)
+    parts: list[RenderableType] = [failures] if failures is not None else []
+    parts.append(table)
     parts.extend(Text(note, style="yellow") for note in result.metrics.notes)
-    for failure in result.metrics.failures[:5]:
-        parts.append(Text(f"request {failure.index} failed: {failure.error}", style="red"))
     return Group(*parts)
 
 
 def compare_view(results: list[BenchResult]) -> RenderableType:
+    """The runs side by side; runs with failures are marked and their reasons said below."""
     table = Table(title="Benchmark comparison", title_justify="left")
     table.add_column("metric")
     for result in results:
@@ -49,7 +70,13 @@ def compare_view(results: list[BenchResult]) -> RenderableType:
             table.add_row(Text(label, style="bold"), *["" for _ in values])
         else:
             table.add_row(label, *values)
-    return table
+    parts: list[RenderableType] = [table]
+    for result in results:
+        failures = failures_view(result)
+        if failures is not None:
+            parts.append(Text(_title(result), style="bold"))
+            parts.append(failures)
+    return Group(*parts)
 
 
 def list_view(listing: BenchList) -> RenderableType:
@@ -58,14 +85,21 @@ def list_view(listing: BenchList) -> RenderableType:
     table = Table(title="Benchmark results", title_justify="left")
     for name in ("id", "when", "model", "engine", "requests", "output tok/s", "TTFT p50 ms"):
         table.add_column(name, justify="right" if name[0].isupper() or " " in name else "left")
+    table.add_column("failures")
     for s in listing.results:
+        failed = s.status is BenchStatus.FAILED
         table.add_row(
             s.id,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)),
             s.label or s.model,
             s.engine or "-",
-            str(s.num_prompts),
-            f"{s.output_throughput:.1f}",
-            f"{s.ttft_median_ms:.1f}",
+            counts_line(s.completed, s.failed) if s.failed else str(s.num_prompts),
+            "-" if failed else f"{s.output_throughput:.1f}" + ("*" if s.failed else ""),
+            "-" if failed else f"{s.ttft_median_ms:.1f}",
+            Text(("FAILED: " if failed else "") + "; ".join(s.reasons), style="red")
+            if s.failed
+            else "",
         )
+    if any(s.status is BenchStatus.PARTIAL for s in listing.results):
+        return Group(table, Text("* of the successful requests only", style="yellow"))
     return table

@@ -15,13 +15,16 @@ from roundhouse.api.bench import (
     AbProgress,
     AbRequest,
     BenchProgress,
+    BenchResult,
     BenchState,
     ab_engines,
+    counts_line,
     loads,
 )
 from roundhouse.api.engines import EngineId, EnginesOverview, InstanceOptions, ModelFormat
 from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
 from roundhouse.core.bench.service import BenchService, run_benchmark
+from roundhouse.core.bench.serving import serving_context
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
 from roundhouse.core.instances.service import InstanceService
 
@@ -64,6 +67,15 @@ def plan_arms(request: AbRequest, overview: EnginesOverview) -> list[Arm]:
     if len(set(arms)) != len(arms):
         raise InvalidInputError("Name each engine once: an A/B compares different engines.")
     return arms
+
+
+def arm_warning(engine: str, result: BenchResult) -> str:
+    """An arm with failures in one line: its counts and its most common reason."""
+    m = result.metrics
+    line = f"{engine}: {counts_line(m.completed, m.failed)}"
+    if m.failure_groups:
+        line += f" ({m.failure_groups[0].reason})"
+    return line
 
 
 @dataclass
@@ -145,10 +157,11 @@ class AbService:
             # Straight to the engine, so each arm is measured without the gateway: with the
             # key Roundhouse started it with (ADR 21).
             key = await self._instances.upstream_key(info.id) or ""
-            task = asyncio.create_task(run_benchmark(workload, info.base_url, key, follow))
+            serving = await serving_context(info, key)
+            task = asyncio.create_task(run_benchmark(workload, info.base_url, key, follow, serving))
             try:
                 while not task.done():
-                    progress.done = follow.done
+                    progress.done, progress.failed = follow.done, follow.failed
                     await asyncio.wait({task}, timeout=POLL_S)
             finally:
                 if not task.done():
@@ -158,6 +171,9 @@ class AbService:
             result = task.result().model_copy(update={"engine": arm.engine.value})
             await asyncio.to_thread(self._bench.keep, result)
             progress.result_ids.append(result.id)
+            progress.done, progress.failed = follow.done, follow.failed
+            if result.metrics.failed:
+                progress.warnings.append(arm_warning(arm.engine.value, result))
         finally:
             if ours:
                 # Stopped before the next arm starts: both never hold memory at once.

@@ -1,11 +1,12 @@
-"""A benchmark result as JSON, CSV (one metric a row) or a Markdown table shaped like vLLM's."""
+"""A benchmark result as JSON, CSV (one metric a row) or a Markdown table shaped like vLLM's;
+each carries the run's status and, when requests failed, their reasons and the advice."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from roundhouse.api.bench import BenchResult, ExportFormat, table_rows
+from roundhouse.api.bench import BenchResult, ExportFormat, failure_lines, table_rows
 
 
 def to_markdown(result: BenchResult) -> str:
@@ -16,6 +17,13 @@ def to_markdown(result: BenchResult) -> str:
         f"Model `{req.model}`, engine {result.engine or 'unknown'}, "
         f"{result.metrics.convention.value} conventions.",
         "",
+    ]
+    failures = failure_lines(result)
+    if failures:
+        lines.append(f"> **{result.status.value.upper()}: {failures[0]}**")
+        lines.extend(f">\n> - {line.strip()}" for line in failures[1:])
+        lines.append("")
+    lines += [
         "| Metric | Value |",
         "|:--|--:|",
     ]
@@ -33,10 +41,17 @@ def to_csv(result: BenchResult) -> str:
     writer.writerow(["id", result.id])
     writer.writerow(["model", result.request.model])
     writer.writerow(["engine", result.engine or ""])
-    scalars = m.model_dump(exclude={"ttft", "tpot", "itl", "e2e", "dispatch_delay", "failures"})
-    for key, value in scalars.items():
-        if key != "notes":
-            writer.writerow([key, value])
+    writer.writerow(["status", result.status.value])
+    # The figures stay numbers; this row says what the throughputs count.
+    covers = "successful requests only" if m.failed else "all requests"
+    writer.writerow(["throughput_covers", covers])
+    lists = {"ttft", "tpot", "itl", "e2e", "dispatch_delay", "failures", "failure_groups", "notes"}
+    for key, value in m.model_dump(exclude=lists).items():
+        writer.writerow([key, value])
+    for n, group in enumerate(m.failure_groups, start=1):
+        writer.writerow([f"failure_{n}_count", group.count])
+        writer.writerow([f"failure_{n}_reason", group.reason])
+        writer.writerow([f"failure_{n}_advice", group.advice or ""])
     for name in ("ttft", "tpot", "itl", "e2e", "dispatch_delay"):
         for stat, value in getattr(m, name).model_dump().items():
             unit = "" if stat == "count" else "_ms"

@@ -16,7 +16,8 @@ from roundhouse.core.bench.records import RequestRecord
 from roundhouse.core.bench.workloads import Prompt
 from roundhouse.core.errors import InvalidInputError
 
-Progress = Callable[[int, int], None]
+# (requests done, requests in all, of those done the ones that failed)
+Progress = Callable[[int, int, int], None]
 
 
 class WarmupError(InvalidInputError):
@@ -177,7 +178,7 @@ async def run_requests(
     limit = min(max_concurrency or len(prompts), len(prompts)) or 1
     closed_loop = max_concurrency is not None
     next_index = 0
-    done = 0
+    done = failed = 0
     t0 = time.perf_counter()
 
     # A pool of `limit` workers, each taking the next request as soon as it is free: the
@@ -185,7 +186,7 @@ async def run_requests(
     # semaphore and a dispatcher task (two loop turns, each behind every stream's events
     # under load, which the dispatch delay then charged to the client).
     async def worker() -> None:
-        nonlocal next_index, done
+        nonlocal next_index, done, failed
         free_at: float | None = None
         while next_index < len(records):
             i = next_index
@@ -204,9 +205,10 @@ async def run_requests(
                 await send_one(session, target, prompts[i], records[i], t0)
             finally:
                 done += 1
+                failed += records[i].error is not None
                 free_at = time.perf_counter() - t0
                 if progress is not None:
-                    progress(done, len(records))
+                    progress(done, len(records), failed)
 
     await asyncio.gather(*(worker() for _ in range(limit)))
     return records, time.perf_counter() - t0

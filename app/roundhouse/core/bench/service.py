@@ -18,9 +18,13 @@ from roundhouse.api.bench import (
     BenchRequest,
     BenchResult,
     BenchState,
+    BenchStatus,
     BenchSummary,
+    ServingContext,
+    failure_lines,
 )
 from roundhouse.core.bench.arrivals import poisson_offsets
+from roundhouse.core.bench.failures import group_failures, with_groups
 from roundhouse.core.bench.metrics import compute_metrics
 from roundhouse.core.bench.runner import Target, new_session, run_requests, warm_up
 from roundhouse.core.bench.workloads import Prompt, random_prompts, sharegpt_prompts
@@ -59,17 +63,19 @@ async def run_benchmark(
     base_url: str,
     api_key: str,
     progress: BenchProgress | None = None,
+    serving: ServingContext | None = None,
 ) -> BenchResult:
-    """Warm up, then run the whole benchmark against `base_url` (ending in /v1)."""
+    """Warm up, then run the whole benchmark against `base_url` (ending in /v1); the
+    failures are grouped by reason, with advice naming `serving`'s context where known."""
     prompts = build_prompts(request)
     target = Target(
         base_url, api_key, request.model, request.endpoint, request.ignore_eos, request.timeout_s
     )
     offsets = poisson_offsets(len(prompts), request.request_rate, request.seed, request.convention)
 
-    def advance(done: int, total: int) -> None:
+    def advance(done: int, total: int, failed: int) -> None:
         if progress is not None:
-            progress.done, progress.total = done, total
+            progress.done, progress.total, progress.failed = done, total, failed
 
     async with new_session(request.max_concurrency or len(prompts)) as session:
         await warm_up(session, target, prompts[: request.warmups])
@@ -77,8 +83,19 @@ async def run_benchmark(
             session, target, prompts, offsets, request.max_concurrency, advance
         )
     metrics = compute_metrics(records, duration, request.convention, request.slos)
+    errors = [r.error for r in records if r.error is not None]
+    metrics.failure_groups = group_failures(errors, request, serving)
     result_id = progress.id if progress is not None else uuid.uuid4().hex[:12]
-    return BenchResult(id=result_id, created_at=time.time(), request=request, metrics=metrics)
+    return BenchResult(
+        id=result_id, created_at=time.time(), request=request, serving=serving, metrics=metrics
+    )
+
+
+def _failed_run(result: BenchResult) -> str:
+    """A run whose requests all failed, in words: why, what to change, where it is kept."""
+    lines = failure_lines(result)
+    lines.append(f"The run is kept as failed: `roundhouse bench show {result.id}`.")
+    return "\n".join(lines)
 
 
 class BenchService:
@@ -92,20 +109,41 @@ class BenchService:
         # A/B runs, made on first use by whoever has the instance service.
         self.ab: AbService | None = None
 
-    def start(self, request: BenchRequest, engine: str | None = None) -> BenchProgress:
+    def start(
+        self,
+        request: BenchRequest,
+        engine: str | None = None,
+        serving: ServingContext | None = None,
+    ) -> BenchProgress:
         job_id = uuid.uuid4().hex[:12]
         progress = BenchProgress(id=job_id, state=BenchState.RUNNING, total=request.num_prompts)
         job = _Job(progress)
         self._jobs[job_id] = job
-        job.task = asyncio.create_task(self._run(job, request, engine), name=f"bench-{job_id}")
+        job.task = asyncio.create_task(
+            self._run(job, request, engine, serving), name=f"bench-{job_id}"
+        )
         return progress
 
-    async def _run(self, job: _Job, request: BenchRequest, engine: str | None) -> None:
+    async def _run(
+        self,
+        job: _Job,
+        request: BenchRequest,
+        engine: str | None,
+        serving: ServingContext | None,
+    ) -> None:
         try:
-            result = await run_benchmark(request, self.gateway_url, self.api_key, job.progress)
+            result = await run_benchmark(
+                request, self.gateway_url, self.api_key, job.progress, serving
+            )
             result = result.model_copy(update={"engine": engine})
             await asyncio.to_thread(self._save, result)
-            job.progress.state = BenchState.DONE
+            job.progress.kept = True
+            if result.status is BenchStatus.FAILED:
+                # Kept, to be seen with its reasons, but the job failed: it has no figures.
+                job.progress.state = BenchState.FAILED
+                job.progress.error = _failed_run(result)
+            else:
+                job.progress.state = BenchState.DONE
         except asyncio.CancelledError:
             job.progress.state = BenchState.CANCELLED
             raise
@@ -121,7 +159,20 @@ class BenchService:
         if job is not None:
             return job.progress
         if self._path(job_id).exists():
-            return BenchProgress(id=job_id, state=BenchState.DONE)
+            kept = self.result(job_id)
+            m = kept.metrics
+            state = BenchState.FAILED if kept.status is BenchStatus.FAILED else BenchState.DONE
+            error = _failed_run(kept) if state is BenchState.FAILED else None
+            done = m.completed + m.failed
+            return BenchProgress(
+                id=job_id,
+                state=state,
+                done=done,
+                total=done,
+                failed=m.failed,
+                kept=True,
+                error=error,
+            )
         raise NotFoundError(
             f"There is no benchmark {job_id!r}. List them with `roundhouse bench ls`."
         )
@@ -164,7 +215,7 @@ class BenchService:
     def result(self, result_id: str) -> BenchResult:
         path = self._path(result_id)
         try:
-            return BenchResult.model_validate_json(path.read_text(encoding="utf-8"))
+            return with_groups(BenchResult.model_validate_json(path.read_text(encoding="utf-8")))
         except FileNotFoundError as exc:
             raise NotFoundError(
                 f"There is no finished benchmark {result_id!r}. "
@@ -175,7 +226,7 @@ class BenchService:
         summaries = []
         for path in self.folder.glob("*.json") if self.folder.is_dir() else []:
             try:
-                r = BenchResult.model_validate_json(path.read_text(encoding="utf-8"))
+                r = with_groups(BenchResult.model_validate_json(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 log.warning("skipping unreadable benchmark result %s", path)
                 continue
@@ -190,6 +241,10 @@ class BenchService:
                     convention=r.metrics.convention,
                     output_throughput=r.metrics.output_throughput,
                     ttft_median_ms=r.metrics.ttft.median,
+                    completed=r.metrics.completed,
+                    failed=r.metrics.failed,
+                    status=r.status,
+                    reasons=[g.reason for g in r.metrics.failure_groups],
                 )
             )
         summaries.sort(key=lambda s: s.created_at, reverse=True)

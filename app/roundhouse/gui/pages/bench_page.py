@@ -20,21 +20,34 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.bench import BenchList, BenchProgress, BenchResult, BenchState, ExportFormat
+from roundhouse.api.bench import (
+    BenchList,
+    BenchProgress,
+    BenchResult,
+    BenchState,
+    ExportFormat,
+    failure_lines,
+    progress_words,
+)
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.gui.call import Failure
 from roundhouse.gui.connection_state import ConnectionState
 from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.widgets.banner import Banner
 from roundhouse.gui.widgets.bench_ab import AbPanel
 from roundhouse.gui.widgets.bench_calls import BenchCalls
 from roundhouse.gui.widgets.bench_chart import BenchChart
 from roundhouse.gui.widgets.bench_form import BenchForm
 from roundhouse.gui.widgets.bench_results import BenchResults
-from roundhouse.gui.widgets.bench_table import BenchTable
+from roundhouse.gui.widgets.bench_table import BenchTable, run_title
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 
 # Progress is asked for at this pace (the UI repaints at 2-4 Hz, never faster).
 POLL_MS = 250
+# The failures banner: a warning's colours, readable in light and dark themes.
+FAILURE_STYLE = (
+    "QFrame#banner { background: #fff3cd; border: 1px solid #d39e00; } QLabel { color: #5c3d00; }"
+)
 _FILTERS = {
     ExportFormat.JSON: "JSON (*.json)",
     ExportFormat.CSV: "CSV (*.csv)",
@@ -84,6 +97,14 @@ class BenchPage(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.table, "Table")
         self.tabs.addTab(self.chart, "Chart")
+        # Above the result: any failure, grouped by reason, with what to change.
+        self.failures = Banner()
+        self.failures.setStyleSheet(FAILURE_STYLE)
+        shown = QWidget()
+        shown_layout = QVBoxLayout(shown)
+        shown_layout.setContentsMargins(0, 0, 0, 0)
+        shown_layout.addWidget(self.failures)
+        shown_layout.addWidget(self.tabs, 1)
 
         self.results = BenchResults()
         self.results.itemSelectionChanged.connect(self._update_actions)
@@ -112,7 +133,7 @@ class BenchPage(QWidget):
         kept_layout.addLayout(row)
         split = QSplitter()
         split.setOrientation(split.orientation().Vertical)
-        split.addWidget(self.tabs)
+        split.addWidget(shown)
         split.addWidget(kept)
 
         heading = QLabel(self.title)
@@ -179,6 +200,7 @@ class BenchPage(QWidget):
     # -- a run ----------------------------------------------------------------------------
 
     def run(self) -> None:
+        self.say("")  # what the last action said no longer applies
         try:
             request = self.form.request()
         except ValidationError:
@@ -208,7 +230,8 @@ class BenchPage(QWidget):
 
     def _show_progress(self, progress: BenchProgress) -> None:
         elapsed = time.monotonic() - self._started
-        self.progress_label.setText(f"{progress.done}/{progress.total} requests, {elapsed:.1f} s")
+        counts = progress_words(progress.done, progress.total, progress.failed)
+        self.progress_label.setText(f"{counts} · {elapsed:.1f} s")
 
     def _on_progress(self, progress: BenchProgress) -> None:
         if progress.id != self.job:
@@ -219,7 +242,8 @@ class BenchPage(QWidget):
         self._timer.stop()
         self.job = None
         self._update_actions()
-        if progress.state is BenchState.DONE:
+        if progress.state is BenchState.DONE or progress.kept:
+            # A run whose requests all failed is kept too: shown with its reasons above it.
             self.show_ids([progress.id])
             self.refresh()
         else:
@@ -250,11 +274,31 @@ class BenchPage(QWidget):
                 self.shown = [fetched[i] for i in ids]
                 self.table.show_results(self.shown)
                 self.chart.show_results(self.shown)
+                self._show_failures()
 
         for bench_id in ids:
             call = self._calls.result(bench_id)
             call.succeeded.connect(got)
             call.failed.connect(self._fail)
+
+    def _show_failures(self) -> None:
+        """The banner over the shown runs: each one with failures, its reasons and advice."""
+        with_failures = [r for r in self.shown if r.metrics.failed]
+        if not with_failures:
+            self.failures.hide()
+            return
+        if len(self.shown) == 1:
+            lines = failure_lines(with_failures[0])
+            self.failures.show_notice(lines[0], lines[1:])
+            return
+        lines = []
+        for result in with_failures:
+            said = failure_lines(result)
+            lines.append(f"{run_title(result)}: {said[0]}")
+            lines.extend(f"    {line}" for line in said[1:])
+        self.failures.show_notice(
+            f"{len(with_failures)} of the {len(self.shown)} runs had failed requests.", lines
+        )
 
     # -- export, delete -------------------------------------------------------------------
 

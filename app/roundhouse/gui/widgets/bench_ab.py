@@ -6,7 +6,14 @@ from pydantic import ValidationError
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QPushButton, QWidget
 
-from roundhouse.api.bench import AbProgress, AbRequest, BenchState, ab_engines, loads
+from roundhouse.api.bench import (
+    AbProgress,
+    AbRequest,
+    BenchState,
+    ab_engines,
+    loads,
+    progress_words,
+)
 from roundhouse.api.engines import EngineId, EnginesOverview
 from roundhouse.api.library import LibraryList, LibraryModel
 from roundhouse.gui.call import Failure
@@ -178,7 +185,8 @@ class AbPanel(QGroupBox):
         call.finished.connect(lambda: setattr(self, "_asking", False))
 
     def _show(self, progress: AbProgress) -> None:
-        self.state.setText(f"{progress.stage}: {progress.done}/{progress.total} requests")
+        counts = progress_words(progress.done, progress.total, progress.failed)
+        self.state.setText(f"{progress.stage}: {counts}")
 
     def _on_progress(self, progress: AbProgress) -> None:
         self._show(progress)
@@ -188,7 +196,14 @@ class AbPanel(QGroupBox):
         self.job = None
         self._update()
         self.busy_changed.emit()
-        if progress.state is BenchState.DONE:
+        if progress.state is BenchState.DONE and progress.warnings:
+            # Never a plain "Done" over failed requests: each arm with failures is named.
+            self.state.setText(
+                "Done, with failed requests (see the reasons above the table): "
+                + "; ".join(progress.warnings)
+            )
+            self.finished.emit(progress.result_ids)
+        elif progress.state is BenchState.DONE:
             self.state.setText("Done: the two runs are side by side below.")
             self.finished.emit(progress.result_ids)
         else:

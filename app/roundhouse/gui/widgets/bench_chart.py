@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
@@ -10,11 +11,28 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 import pyqtgraph as pg
 
-from roundhouse.api.bench import BenchResult
+from roundhouse.api.bench import BenchResult, counts_line, run_name
 from roundhouse.gui.widgets.chart_card import SERIES_COLOURS
 
 LATENCIES = ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99")
 BAR_WIDTH = 0.8
+
+
+def series_name(result: BenchResult) -> str:
+    """A run in words, never its id: label or model, engine, workload, time, and failures."""
+    m = result.metrics
+    name = run_name(result)
+    return name + (f" ({counts_line(m.completed, m.failed)})" if m.failed else "")
+
+
+def tick_name(result: BenchResult) -> str:
+    """The throughput bar's label: the name on two lines, short enough for a bar."""
+    req = result.request
+    engine = f" on {result.engine}" if result.engine else ""
+    when = time.strftime("%H:%M", time.localtime(result.created_at))
+    m = result.metrics
+    failed = f", {m.failed} failed" if m.failed else ""
+    return f"{req.label or req.model}{engine}\n{when}{failed}"
 
 
 def latency_values(result: BenchResult) -> list[float]:
@@ -39,12 +57,14 @@ class BenchChart(QWidget):
         layout.addWidget(self.throughput, 1)
         layout.addWidget(self.latency, 2)
         self.bars: list[pg.BarGraphItem] = []
+        self.names: list[str] = []
 
     def show_results(self, results: list[BenchResult]) -> None:
         self.throughput.clear()
         self.latency.clear()
         self.bars = []
-        names = [r.request.label or r.id for r in results]
+        names = [series_name(r) for r in results]
+        self.names = names
         for i, result in enumerate(results):
             brush = SERIES_COLOURS[i % len(SERIES_COLOURS)]
             bar = pg.BarGraphItem(
@@ -59,5 +79,6 @@ class BenchChart(QWidget):
             )
             self.latency.addItem(group)
             self.bars.append(group)
-        self.throughput.getAxis("bottom").setTicks([list(enumerate(names))])
+        ticks = [(i, tick_name(r)) for i, r in enumerate(results)]
+        self.throughput.getAxis("bottom").setTicks([ticks])
         self.latency.getAxis("bottom").setTicks([list(enumerate(LATENCIES))])

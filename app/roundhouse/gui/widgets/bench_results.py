@@ -5,21 +5,37 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
-from roundhouse.api.bench import BenchList, BenchSummary
+from roundhouse.api.bench import BenchList, BenchStatus, BenchSummary, counts_line
 
-COLUMNS = ("When", "Model or label", "Engine", "Requests", "Output tok/s", "TTFT p50 ms", "Id")
+COLUMNS = (
+    "When",
+    "Model or label",
+    "Engine",
+    "Requests",
+    "Output tok/s",
+    "TTFT p50 ms",
+    "Failures",
+    "Id",
+)
+# Rows of runs with failures: the text in a red that reads on light and dark backgrounds.
+FAILED_COLOUR = QColor("#d9534f")
 
 
 def _cells(s: BenchSummary) -> tuple[str, ...]:
+    failed = s.status is BenchStatus.FAILED
+    # A run with failures: its rates count the successful requests only (the asterisk).
+    mark = "*" if s.failed else ""
     return (
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created_at)),
         s.label or s.model,
         s.engine or "-",
-        str(s.num_prompts),
-        f"{s.output_throughput:.1f}",
-        f"{s.ttft_median_ms:.1f}",
+        counts_line(s.completed, s.failed) if s.failed else str(s.num_prompts),
+        "-" if failed else f"{s.output_throughput:.1f}{mark}",
+        "-" if failed else f"{s.ttft_median_ms:.1f}{mark}",
+        ("Failed: " if failed else "") + "; ".join(s.reasons) if s.failed else "",
         s.id,
     )
 
@@ -49,9 +65,15 @@ class BenchResults(QTableWidget):
                 item = QTableWidgetItem(text)
                 if col == 0:
                     item.setData(Qt.ItemDataRole.UserRole, summary.id)
-                if col >= 3:
+                if 3 <= col <= 5:
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
+                if summary.failed:
+                    item.setForeground(QBrush(FAILED_COLOUR))
+                    item.setToolTip(
+                        f"{counts_line(summary.completed, summary.failed)}; "
+                        "throughput and latencies (*) cover the successful requests only"
                     )
                 self.setItem(row, col, item)
         self.blockSignals(False)
@@ -66,6 +88,11 @@ class BenchResults(QTableWidget):
             index,
             model.SelectionFlag.Select | model.SelectionFlag.Rows,
         )
+
+    def text_at(self, row: int, column: str) -> str:
+        """The text of `column` (one of COLUMNS) in `row`."""
+        item = self.item(row, COLUMNS.index(column))
+        return item.text() if item is not None else ""
 
     def id_at(self, row: int) -> str:
         item = self.item(row, 0)

@@ -6,13 +6,21 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
-from roundhouse.api.bench import BenchResult, table_rows
+from roundhouse.api.bench import BenchResult, BenchStatus, counts_line, table_rows
 
 
 def run_title(result: BenchResult) -> str:
+    """The run's column heading; a run with failures says so in it."""
     req = result.request
     engine = f" on {result.engine}" if result.engine else ""
-    return f"{req.label or req.model}{engine} ({result.id})"
+    m = result.metrics
+    if result.status is BenchStatus.FAILED:
+        marked = " FAILED"
+    elif m.failed:
+        marked = f" ⚠ {counts_line(m.completed, m.failed)}"
+    else:
+        marked = ""
+    return f"{req.label or req.model}{engine} ({result.id}){marked}"
 
 
 class BenchTable(QTableWidget):

@@ -14,9 +14,11 @@ from roundhouse.api.bench import (
     BenchRequest,
     BenchResult,
     ExportFormat,
+    ServingContext,
 )
 from roundhouse.core.bench.ab import AbService, plan_arms
 from roundhouse.core.bench.export import export
+from roundhouse.core.bench.serving import serving_context
 from roundhouse.server.deps import Services
 
 router = APIRouter(prefix="/bench", tags=["bench"])
@@ -28,19 +30,26 @@ _MEDIA = {
 }
 
 
-async def _engine_of(services: Services, model: str) -> str | None:
-    """The engine serving `model` now, to label the result (None when none is known)."""
+async def _engine_of(services: Services, model: str) -> tuple[str | None, ServingContext | None]:
+    """The engine serving `model` now, to label the result, and the context of the instance
+    that serves it, for the advice on context failures (None when not known)."""
     if services.instances is None:
-        return None
+        return None, None
+    instances = services.instance_service()
     # The gateway's own names first ("tiny-llama-q8" for a library file), as the
     # benchmark asks the gateway by them; then an engine's ids, the file's path.
     for listed in services.gateway().listed():
         if listed.model.id == model:
-            return listed.model.engine.value
-    for info in services.instance_service().all(memory=False):
+            info = listed.instance
+            serving = None
+            if info is not None:
+                serving = await serving_context(info, await instances.upstream_key(info.id))
+            return listed.model.engine.value, serving
+    for info in instances.all(memory=False):
         if model in info.models or info.model == model:
-            return info.engine.value
-    return None
+            key = await instances.upstream_key(info.id)
+            return info.engine.value, await serving_context(info, key)
+    return None, None
 
 
 def _ab(services: Services) -> AbService:
@@ -70,7 +79,8 @@ async def cancel_ab(ab_id: str, services: Services) -> AbProgress:
 @router.post("", response_model=BenchProgress, status_code=202)
 async def start_bench(request: BenchRequest, services: Services) -> BenchProgress:
     """Start a benchmark through the gateway; follow it at GET /bench/{id}/progress."""
-    return services.bench_service().start(request, await _engine_of(services, request.model))
+    engine, serving = await _engine_of(services, request.model)
+    return services.bench_service().start(request, engine, serving)
 
 
 @router.get("", response_model=BenchList)
