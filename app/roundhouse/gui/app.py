@@ -101,7 +101,10 @@ def build_ui(
     window.attach(bridge)
     window.add_page(HardwarePage(bridge), HardwarePage.title)
     window.add_page(EnginesPage(bridge), EnginesPage.title)
-    window.add_page(ModelsPage(bridge), ModelsPage.title)
+    models_page = ModelsPage(bridge)
+    window.add_page(models_page, ModelsPage.title)
+    # The Library's Chat button, and its start dialog's "open the chat", open the Chat page.
+    models_page.chat_requested.connect(lambda model: window.show_chat(model=model))
     window.add_page(OllamaPage(bridge), OllamaPage.title)
     # One active model for the chat page, quick chat and the tray.
     active_model = ActiveModel(bridge)

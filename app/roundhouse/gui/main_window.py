@@ -124,14 +124,21 @@ class MainWindow(QMainWindow):
                 return self.pages.widget(row)
         raise KeyError(title)
 
-    def show_chat(self, conversation_id: str | None = None) -> None:
-        """Bring the window up on the Chat page, with that conversation open (if one)."""
+    def show_chat(self, conversation_id: str | None = None, *, model: str | None = None) -> None:
+        """Bring the window up on the Chat page, with that conversation open (if one), or a
+        new chat with `model` picked (the Library's Chat button)."""
         from roundhouse.gui.pages.chat_page import ChatPage
 
         page = self.show_page(ChatPage.title)
         assert isinstance(page, ChatPage)
         if conversation_id is not None:
             page.open_conversation(conversation_id)
+        elif model is not None and not page.busy:
+            page.new_chat()
+            # Picked as the user picks it in the page's model box, so the page (and what
+            # follows a pick there) sees the same choice.
+            page.picker.set_model(model)
+            page.picker.picked.emit(model)
         self.bring_to_front()
 
     def bring_to_front(self) -> None:

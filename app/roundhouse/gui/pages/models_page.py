@@ -3,7 +3,7 @@ the local library. Thin wiring: each part is a widget of its own (widgets/models
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -42,6 +42,7 @@ class ModelsPage(QWidget):
     """Searches once first shown; the downloads are followed while connected."""
 
     title = "Models"
+    chat_requested = Signal(str)  # the Library's Chat: the model to open the Chat page on
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -68,6 +69,7 @@ class ModelsPage(QWidget):
         self.details = ModelDetailsView(self.calls, self.fits)
         self.downloads = DownloadsPanel(bridge, self.calls)
         self.library = LibraryView(bridge, self.calls, self.fits)
+        self.library.chat_requested.connect(self.chat_requested)
         # Results above, the chosen model below: both want the window's width.
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.setChildrenCollapsible(False)

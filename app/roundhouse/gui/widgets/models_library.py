@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelection, Qt, QTimer, Signal
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -30,7 +31,14 @@ from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
 from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, library_key
-from roundhouse.gui.widgets.models_library_rows import HEADERS, deletion_in_words, library_row
+from roundhouse.gui.widgets.models_library_rows import (
+    HEADERS,
+    RIGHT_ALIGNED,
+    STATUS_COLUMN,
+    deletion_in_words,
+    library_row,
+)
+from roundhouse.gui.widgets.models_library_running import LibraryRunning
 from roundhouse.gui.widgets.table_view import table_view
 
 VISIBLE_SETTLE_MS = 150
@@ -49,6 +57,7 @@ class LibraryView(QWidget):
     """Lists when first shown and when asked; a finished download marks it stale."""
 
     started = Signal(object)  # InstanceInfo, from the start dialog
+    chat_requested = Signal(str)  # the model to open the Chat page on
 
     def __init__(
         self,
@@ -71,10 +80,15 @@ class LibraryView(QWidget):
         self.use_with_dialog: UseWithDialog | None = None
         self.last_deleted: DeleteResult | None = None
 
-        self.models = BadgeTableModel(HEADERS, frozenset({4, 6, 7}), self)
+        self.models = BadgeTableModel(HEADERS, RIGHT_ALIGNED, self)
         self.view: QTableView = table_view(self.models)
         self.view.setItemDelegateForColumn(self.models.badge_column, BadgeDelegate(self))
         self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
+        # Each row says whether an engine runs its model, with Chat and Stop beside.
+        self.running = LibraryRunning(bridge, self.view, self.models, STATUS_COLUMN, self)
+        self.running.chat_requested.connect(self.chat_requested)
+        self.running.said.connect(self._say)
+        self._starting: LibraryModel | None = None
         self.view.doubleClicked.connect(lambda _: self.start_selected())
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Look through the model folders and Ollama again")
@@ -124,7 +138,20 @@ class LibraryView(QWidget):
         self.view.verticalScrollBar().valueChanged.connect(self._settle_visible)
         fits.changed.connect(self._on_fits_changed)
         bridge.state_changed.connect(lambda _: self._update_actions())
+        bridge.instances_changed.connect(lambda _: self._show_rows())
         self._update_actions()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._watch_instances()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        self._watch_instances()
+
+    def _watch_instances(self) -> None:
+        """Poll the engines while the rows are seen, or a start is followed to its chat."""
+        self._bridge.watch_instances(self, self.isVisible() or self.running.following)
 
     # -- listing ------------------------------------------------------------------------
 
@@ -151,7 +178,7 @@ class LibraryView(QWidget):
 
     def _on_listed(self, listed: LibraryList) -> None:
         self.listed = listed
-        self.models.set_rows([library_row(model) for model in listed.models])
+        self._show_rows()
         for model in listed.models:
             self.models.set_badge(model.id, self._fits.badge(library_key(model.id)))
         total = sum(model.size_bytes for model in listed.models)
@@ -173,6 +200,13 @@ class LibraryView(QWidget):
     def _on_listing_finished(self) -> None:
         self._listing = None
         self._update_actions()
+
+    def _show_rows(self) -> None:
+        """The listed models, each with the state of the engine that runs it (if one does)."""
+        models = self.listed.models if self.listed else []
+        self.models.set_rows([library_row(m, self.running.status_of(m)) for m in models])
+        self.running.update(models)
+        self._watch_instances()
 
     def request_visible_fits(self) -> None:
         for index in visible_rows(self.view):
@@ -295,19 +329,27 @@ class LibraryView(QWidget):
                 f"No installed engine runs {model.name} ({can}): install one on the Engines page."
             )
             return None
-        dialog = StartDialog(self._bridge, engines, engine, self.window())
+        dialog = StartDialog(self._bridge, engines, engine, self.window(), offer_chat=True)
         dialog.model_edit.setText(
             model.name if engine == EngineId.OLLAMA else model.path or model.name
         )
         dialog.started.connect(self._on_start_dialog_started)
         dialog.finished.connect(self._on_start_dialog_finished)
         self.start_dialog = dialog
+        self._starting = model
         dialog.open()
         return dialog
 
     def _on_start_dialog_started(self, info: InstanceInfo) -> None:
-        self._say(f"Starting {info.model or 'the model'}: follow it on the Engines page.")
+        model, dialog = self._starting, self.start_dialog
+        name = model.name if model else info.model or "the model"
+        if dialog is not None and dialog.open_chat_when_ready:
+            self.running.open_chat_when_ready(info, model)
+            self._say(f"Starting {name}: the chat opens when it is ready.")
+        else:
+            self._say(f"Starting {name}: its row says when it is ready.")
         self.started.emit(info)
+        self._show_rows()
 
     def _on_start_dialog_finished(self) -> None:
         dialog, self.start_dialog = self.start_dialog, None

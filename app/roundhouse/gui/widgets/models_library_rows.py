@@ -9,6 +9,7 @@ from roundhouse.gui.widgets.models_words import params_in_words
 
 HEADERS = (
     "Name",
+    "Status",
     "Source",
     "Format",
     "Architecture",
@@ -25,14 +26,18 @@ SOURCE_NAMES = {
     LibrarySource.LMSTUDIO: "LM Studio",
     LibrarySource.OLLAMA: "Ollama",
 }
+STATUS_COLUMN = HEADERS.index("Status")
+RIGHT_ALIGNED = frozenset(HEADERS.index(h) for h in ("Parameters", "Context", "Size"))
 # A confirmation lists this many paths, then says how many more.
 LISTED_PATHS = 8
 
 
-def library_row(model: LibraryModel) -> Row:
+def library_row(model: LibraryModel, status: str = "") -> Row:
+    """The row of `model`; `status`: its engine's state in words ('' when none runs it)."""
     name = f"⚠ {model.name}" if model.error else model.name
     texts = (
         name,
+        status,
         SOURCE_NAMES.get(model.source, model.source.value),
         model.format.value,
         model.architecture or "—",
