@@ -149,6 +149,17 @@ def test_a_model_the_gateway_does_not_serve_fails_in_words(served: Served) -> No
     assert "Traceback" not in failed.stderr
 
 
+def test_a_warm_up_over_the_context_says_the_engines_words_and_what_to_change(
+    served: Served,
+) -> None:
+    failed = _cli(served, served.model, "-n", "2", "--input-len", "600", "--output-len", "4")
+    assert failed.returncode == 1
+    said = " ".join(failed.stderr.split())
+    assert "warm-up request" in said and "exceeds the available context size" in said, said
+    assert "What to change:" in said and "context of one slot (" in said, said
+    assert "HTTP 400" not in said and '{"error"' not in said, said
+
+
 def test_progress_of_an_unknown_benchmark_is_not_found(served: Served) -> None:
     async def ask() -> None:
         async with DaemonClient(served.daemon.url, served.daemon.token) as client:

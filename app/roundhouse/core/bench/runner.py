@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 
 from roundhouse.api.bench import Endpoint
+from roundhouse.core.bench.failures import reason_of
 from roundhouse.core.bench.records import RequestRecord
 from roundhouse.core.bench.workloads import Prompt
 from roundhouse.core.errors import InvalidInputError
@@ -146,16 +147,26 @@ def new_session(limit: int) -> aiohttp.ClientSession:
 
 
 async def warm_up(
-    session: aiohttp.ClientSession, target: Target, prompts: Sequence[Prompt]
+    session: aiohttp.ClientSession,
+    target: Target,
+    prompts: Sequence[Prompt],
+    advise: Callable[[str], str | None] | None = None,
 ) -> None:
-    """Send the warm-up requests one by one; the first failure stops the benchmark."""
+    """Send the warm-up requests one by one; the first failure stops the benchmark, said in
+    the engine's words with `advise`'s advice on them where it has any."""
     for i, prompt in enumerate(prompts):
         record = RequestRecord(-1 - i, prompt.input_len, prompt.output_len)
         await send_one(session, target, prompt, record, time.perf_counter())
         if record.error:
+            reason = reason_of(record.error)
+            advice = advise(reason) if advise is not None else None
+            then = (
+                f" What to change: {advice}"
+                if advice
+                else " Check that the gateway serves this model (`roundhouse gateway status`)."
+            )
             raise WarmupError(
-                f"A warm-up request to {target.model!r} failed: {record.error}. Check that the "
-                "gateway serves this model (`roundhouse gateway status`)."
+                f"A warm-up request to {target.model!r} failed: {reason.rstrip('.')}.{then}"
             )
 
 

@@ -24,7 +24,7 @@ from roundhouse.api.bench import (
     failure_lines,
 )
 from roundhouse.core.bench.arrivals import poisson_offsets
-from roundhouse.core.bench.failures import group_failures, with_groups
+from roundhouse.core.bench.failures import advice, group_failures, with_groups
 from roundhouse.core.bench.metrics import compute_metrics
 from roundhouse.core.bench.runner import Target, new_session, run_requests, warm_up
 from roundhouse.core.bench.workloads import Prompt, random_prompts, sharegpt_prompts
@@ -78,7 +78,12 @@ async def run_benchmark(
             progress.done, progress.total, progress.failed = done, total, failed
 
     async with new_session(request.max_concurrency or len(prompts)) as session:
-        await warm_up(session, target, prompts[: request.warmups])
+        await warm_up(
+            session,
+            target,
+            prompts[: request.warmups],
+            lambda reason: advice(reason, request, serving),
+        )
         records, duration = await run_requests(
             session, target, prompts, offsets, request.max_concurrency, advance
         )
