@@ -232,6 +232,8 @@ def test_failures_are_counted_explained_marked_and_exported(
         assert "Context size has been exceeded" in page.results.text_at(0, "Failures")
         run_id = page.results.ids()[0]
         assert all(run_id not in name for name in page.chart.names), page.chart.names
+        assert run_id not in page.chart.legend.text()
+        assert "too small on llama.cpp" in page.chart.legend.text()
         assert "too small on llama.cpp" in page.chart.names[0]
         assert f"{m.failed} failed" in page.chart.names[0]
 

@@ -1,11 +1,13 @@
-"""Bar charts comparing runs: output throughput, and TTFT and TPOT at p50 and p99."""
+"""Bar charts comparing runs: output throughput, and TTFT and TPOT at p50 and p99; each run
+named in words below them (label or model, engine, workload, time, failures), never by id."""
 
 from __future__ import annotations
 
+import html
 import os
-import time
 
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 # pyqtgraph picks its Qt binding at import: make it the one the app already uses.
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
@@ -25,16 +27,6 @@ def series_name(result: BenchResult) -> str:
     return name + (f" ({counts_line(m.completed, m.failed)})" if m.failed else "")
 
 
-def tick_name(result: BenchResult) -> str:
-    """The throughput bar's label: the name on two lines, short enough for a bar."""
-    req = result.request
-    engine = f" on {result.engine}" if result.engine else ""
-    when = time.strftime("%H:%M", time.localtime(result.created_at))
-    m = result.metrics
-    failed = f", {m.failed} failed" if m.failed else ""
-    return f"{req.label or req.model}{engine}\n{when}{failed}"
-
-
 def latency_values(result: BenchResult) -> list[float]:
     m = result.metrics
     return [m.ttft.median, m.ttft.p99, m.tpot.median, m.tpot.p99]
@@ -47,15 +39,22 @@ class BenchChart(QWidget):
         super().__init__(parent)
         self.throughput = pg.PlotWidget(title="Output tokens/s")
         self.latency = pg.PlotWidget(title="Latency (ms)")
-        self.latency.addLegend(offset=(-10, 10))
         for plot in (self.throughput, self.latency):
             plot.setMouseEnabled(x=False, y=False)
             plot.setMenuEnabled(False)
             plot.setMinimumHeight(180)
-        layout = QHBoxLayout(self)
+        # The runs' names below both charts, by colour and number: a plot's own legend sits
+        # over the bars, and an axis drops tick labels that do not fit beside each other.
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        plots = QHBoxLayout()
+        plots.addWidget(self.throughput, 1)
+        plots.addWidget(self.latency, 2)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.throughput, 1)
-        layout.addWidget(self.latency, 2)
+        layout.addLayout(plots, 1)
+        layout.addWidget(self.legend)
         self.bars: list[pg.BarGraphItem] = []
         self.names: list[str] = []
 
@@ -74,11 +73,16 @@ class BenchChart(QWidget):
             self.bars.append(bar)
             width = BAR_WIDTH / max(len(results), 1)
             xs = [g + (i - (len(results) - 1) / 2) * width for g in range(len(LATENCIES))]
-            group = pg.BarGraphItem(
-                x=xs, height=latency_values(result), width=width, brush=brush, name=names[i]
-            )
+            group = pg.BarGraphItem(x=xs, height=latency_values(result), width=width, brush=brush)
             self.latency.addItem(group)
             self.bars.append(group)
-        ticks = [(i, tick_name(r)) for i, r in enumerate(results)]
+        ticks = [(i, str(i + 1)) for i in range(len(results))]
         self.throughput.getAxis("bottom").setTicks([ticks])
+        self.legend.setText(
+            "<br>".join(
+                f'<span style="color:{SERIES_COLOURS[i % len(SERIES_COLOURS)]}">■</span> '
+                f"{i + 1}. {html.escape(name)}"
+                for i, name in enumerate(names)
+            )
+        )
         self.latency.getAxis("bottom").setTicks([list(enumerate(LATENCIES))])
