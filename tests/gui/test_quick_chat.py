@@ -18,7 +18,7 @@ from roundhouse.client import DaemonClient
 from roundhouse.client.chat_stream import ChatDelta
 from roundhouse.gui.app import Ui
 from roundhouse.gui.pages.chat_page import ChatPage
-from roundhouse.gui.quick_chat import QuickChatWindow
+from roundhouse.gui.quick_chat import CHOOSE_FIRST, QuickChatWindow
 from roundhouse.gui.widgets.active_model_line import NO_MODEL_TEXT
 from roundhouse.gui.widgets.reply_scroll import REPAINT_MS
 from tests.gui.conftest import wait_until
@@ -77,7 +77,9 @@ def test_quick_chat_from_the_tray_action(
         pick = action(window.model_line.menu, f"{model_id} — llama.cpp")
         pick.trigger()
         await wait_until(lambda: window.model == model_id, 10, "the model picked")
-        assert window.model_line.label.text() == f"Model: {model_id} — llama.cpp, serving"
+        serving = f"Model: {model_id} — llama.cpp, serving"
+        # The window lists again as the instance changes: "loading" gives way to "serving".
+        await wait_until(lambda: window.model_line.label.text() == serving, 10, "serving")
 
         # Esc hides it; the tray action brings it back with the model still bound.
         qtbot.keyClick(window.input, Qt.Key.Key_Escape)
@@ -174,3 +176,115 @@ def test_the_shortcut_toggles_it_within_the_app(
 
 async def _nothing() -> None:
     return None
+
+
+async def _set_active_model(ui: Ui, model: str | None) -> None:
+    async with DaemonClient.for_home(ui.bridge.home) as client:
+        current = await client.settings()
+        chat = current.chat.model_copy(update={"active_model": model})
+        await client.put_settings(current.model_copy(update={"chat": chat}))
+
+
+def _checked_in_tray(ui: Ui) -> list[str]:
+    assert ui.tray is not None
+    ui.tray.menu.aboutToShow.emit()
+    return [a.data() for a in ui.tray.models_menu.actions() if a.isChecked()]
+
+
+def test_it_opens_on_the_only_running_model_and_its_hints_clear(
+    qapp: QApplication,
+    qloop: qasync.QEventLoop,
+    qtbot: QtBot,
+    home_root: Path,
+    tmp_path: Path,
+    llama_server_binary: Path,
+    tiny_gguf: Path,
+) -> None:
+    """The active model is one thing: with none chosen, the one model running is active in
+    quick chat and the tray; the hints go as soon as a model starts or is picked."""
+    ui = tray_ui(qapp, home_root)
+    other_gguf = tmp_path / "other.gguf"
+    other_gguf.hardlink_to(tiny_gguf)
+
+    async def scenario() -> None:
+        await connect(ui)
+        assert ui.quick_chat is not None and ui.active_model is not None
+        active_model = ui.active_model
+        window = ui.quick_chat.open()
+        await wait_until(lambda: window.model_line.label.text() == NO_MODEL_TEXT, 10, "no model")
+        qtbot.keyClicks(window.input, "Say hello")
+        qtbot.keyClick(window.input, Qt.Key.Key_Return)
+        assert window.status_label.text() == CHOOSE_FIRST and not window.streaming
+
+        # A model starts (here through the daemon, as the Engines page does): the window,
+        # still open, is bound to it and the hint goes, without reopening.
+        info = await start_tiny(ui, tiny_gguf)
+        await wait_until(lambda: window.model is not None, 15, "the started model active")
+        model_id = window.model
+        assert model_id == tiny_gguf.stem
+        assert window.status_label.text() == ""
+        serving = f"Model: {model_id} — llama.cpp, serving"
+        await wait_until(lambda: window.model_line.label.text() == serving, 10, "serving")
+
+        # Nothing chosen, one model running: it is the active one all the same, in quick
+        # chat, the tray and the daemon's answer (what `roundhouse chat` uses).
+        await _set_active_model(ui, None)
+        window.hide()
+        active_model.active = None
+        window = ui.quick_chat.open()
+        await wait_until(lambda: window.model == model_id, 10, "the only running model")
+        assert window.model_line.label.text() == f"Model: {model_id} — llama.cpp, serving"
+        assert _checked_in_tray(ui) == [model_id]
+        async with DaemonClient.for_home(ui.bridge.home) as client:
+            assert (await client.gateway_models()).active_model == model_id
+            assert (await client.settings()).chat.active_model is None
+
+        # Enter sends to it (the prompt typed before is still in the input).
+        window.params = SamplingParams(max_tokens=8, temperature=0)
+        qtbot.keyClick(window.input, Qt.Key.Key_Return)
+        assert window.streaming
+        await wait_until(lambda: not window.streaming, 60, "the reply")
+        turn = window.exchange.turns[-1]
+        assert turn.prompt == "Say hello" and turn.error == "", window.status_label.text()
+        assert turn.stats is not None and turn.stats.instance in (None, info.id)
+        assert "tokens" in window.status_label.text()
+
+        # Two models running, none chosen: none is active, and Enter says to choose one;
+        # picking one in Model ▾ clears that hint at once.
+        other = await start_tiny(ui, other_gguf)
+        await _set_active_model(ui, None)
+        window.hide()
+        window = ui.quick_chat.open()
+        await wait_until(lambda: window.model_line.label.text() == NO_MODEL_TEXT, 10, "none")
+        qtbot.keyClicks(window.input, "Hi")
+        qtbot.keyClick(window.input, Qt.Key.Key_Return)
+        assert window.status_label.text() == CHOOSE_FIRST and not window.streaming
+
+        def listed_for(instance: str) -> str | None:
+            return next((m.id for m in active_model.models if m.instance == instance), None)
+
+        await wait_until(lambda: listed_for(other.id) is not None, 10, "the second model")
+        picked = listed_for(other.id)
+        window.model_line.menu.aboutToShow.emit()
+        action(window.model_line.menu, f"{picked} — llama.cpp").trigger()
+        await wait_until(lambda: window.model == picked, 10, "the pick")
+        assert window.status_label.text() == ""
+        assert _checked_in_tray(ui) == [picked]
+        async with DaemonClient.for_home(ui.bridge.home) as client:
+            assert (await client.gateway_models()).active_model == picked
+
+        # The chat page opens a new chat on it; a model picked there is the active one in
+        # quick chat and the tray too.
+        page = ui.window.show_page("Chat")
+        assert isinstance(page, ChatPage) and page.conversation is None
+        await wait_until(lambda: page.picker.current_model() == picked, 10, "chat's model")
+        page.picker.setCurrentIndex(page.picker.findText(model_id))
+        page.picker.activated.emit(page.picker.currentIndex())
+        await wait_until(lambda: window.model == model_id, 10, "the chat page's pick")
+        assert _checked_in_tray(ui) == [model_id]
+        async with DaemonClient.for_home(ui.bridge.home) as client:
+            assert (await client.gateway_models()).active_model == model_id
+
+    with serving_daemon(llama_server_binary, home_root, tmp_path / "xdg"):
+        run(ui, qloop, scenario())
+    ui.window.deleteLater()

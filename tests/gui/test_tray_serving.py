@@ -79,7 +79,8 @@ def test_the_tray_follows_serves_and_stops(
             assert expected in menu_texts, expected
         assert action(tray.menu, "Quick chat…").shortcut().toString() == "Ctrl+Shift+Space"
 
-        # The Active model submenu lists what the gateway serves; a pick is saved.
+        # The Active model submenu lists what the gateway serves, the model just started
+        # checked (a start makes it the active one); a pick is saved.
         models = tray.models_menu
         models.aboutToShow.emit()
         active_model = ui.active_model
@@ -90,10 +91,13 @@ def test_the_tray_follows_serves_and_stops(
 
         await wait_until(lambda: served_here() is not None, 10, "the model in the list")
         model_id = served_here()
+        async with DaemonClient.for_home(ui.bridge.home) as client:
+            assert (await client.gateway_models()).active_model == model_id
+        await wait_until(lambda: active_model.active == model_id, 10, "the started model")
         tray.menu.aboutToShow.emit()
         choices = [a for a in models.actions() if a.isCheckable()]
         assert [a.data() for a in choices] == [m.id for m in active_model.models]
-        assert not any(a.isChecked() for a in choices)
+        assert [a.data() for a in choices if a.isChecked()] == [model_id]
         choice = next(a for a in choices if a.data() == model_id)
         assert choice.text() == f"{model_id} — llama.cpp"
         choice.trigger()

@@ -141,9 +141,51 @@ def test_errors_are_words_with_exit_code_one(served: Served) -> None:
     assert unknown.returncode == 1
     assert "no-such-model" in unknown.stderr and "Traceback" not in unknown.stderr
     assert not unknown.stdout
-    no_model = roundhouse(served, "chat", "--prompt", "hi")
+
+
+def test_without_a_model_it_chats_with_the_active_one(served: Served, tmp_path: Path) -> None:
+    """The app's active model: the one set (picked, started, chatted with), else the only
+    model running; none of either is an error in words."""
+    # The gateway lists the model started on a file by the file's stem.
+    listed = Path(served.model).stem
+    asyncio.run(_set_active_model(served.daemon, None))
+    assert asyncio.run(_active_model(served.daemon)) is None
+    only = roundhouse(served, "chat", "-p", "hi", "--max-tokens", "2", "--no-save", "--json")
+    assert only.returncode == 0, only.stderr
+    assert json.loads(only.stdout)["model"] == listed
+    assert asyncio.run(_active_model(served.daemon)) is None, "nothing kept, nothing set"
+    # A chat kept in the history makes its model the active one, for the app too, under
+    # the name the gateway lists it by, whatever name the chat used.
+    kept = roundhouse(served, "chat", served.model, "-p", "hi", "--max-tokens", "2")
+    assert kept.returncode == 0, kept.stderr
+    assert asyncio.run(_active_model(served.daemon)) == listed
+
+    idle = start_daemon(tmp_path / "idle")
+    try:
+        no_model = subprocess.run(
+            [sys.executable, "-m", "roundhouse", "--home", str(idle.home.root), "chat", "-p", "hi"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        )
+    finally:
+        idle.stop(timeout=30)
     assert no_model.returncode == 1, no_model.stdout
     assert "roundhouse gateway models" in no_model.stderr and "Traceback" not in no_model.stderr
+    assert "none is active" in no_model.stderr
+
+
+async def _set_active_model(daemon: DaemonProcess, model: str | None) -> None:
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        current = await client.settings()
+        chat = current.chat.model_copy(update={"active_model": model})
+        await client.put_settings(current.model_copy(update={"chat": chat}))
+
+
+async def _active_model(daemon: DaemonProcess) -> str | None:
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        return (await client.settings()).chat.active_model
 
 
 def test_an_interactive_chat_on_a_terminal(served: Served) -> None:

@@ -135,7 +135,8 @@ def test_the_first_request_starts_the_model_and_the_listing_follows(gw: Gw) -> N
     assert listed[BETA]["state"] == "startable"
     control = gw.run(lambda c: c.gateway_models())
     assert {m.id: m.state for m in control.models}[ALPHA] == ModelState.SERVING
-    assert control.active_model is None
+    # Nothing chosen, and the one model Roundhouse runs: it is the active model.
+    assert control.active_model == ALPHA
 
     # A streamed reply names its instance too, and the usage counts both requests.
     with gw.client.chat.completions.with_streaming_response.create(

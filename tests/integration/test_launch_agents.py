@@ -280,6 +280,15 @@ def test_the_model_defaults_to_the_active_model(env: Env) -> None:
         chat = settings.chat.model_copy(update={"active_model": model})
         await client.put_settings(settings.model_copy(update={"chat": chat}))
 
+    async def stop_ours(client: DaemonClient) -> None:
+        # A launch before served the model, and a running model is active when it is the
+        # only one: with nothing running and nothing set, none is.
+        for info in (await client.instances()).instances:
+            if info.origin != InstanceOrigin.EXTERNAL:
+                await client.stop_instance(info.id)
+
+    env.run(stop_ours)
+    env.run(lambda c: set_active(c, None))
     none = env.launch("codex", "--print")
     assert none.returncode == 2 and "No model named and no active model set" in none.stderr
     env.run(lambda c: set_active(c, MODEL))

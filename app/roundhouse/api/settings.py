@@ -199,7 +199,9 @@ class ChatSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     active_model: str | None = Field(
-        default=None, description="the model the chat, quick chat and tray use by default"
+        default=None,
+        description="the model the chat, quick chat, tray and `roundhouse chat` use by default; "
+        "set when you pick, start or chat with one (with none set, the only model running)",
     )
     max_conversations: int = Field(
         default=1000, ge=10, le=100000, description="the oldest beyond this are deleted"

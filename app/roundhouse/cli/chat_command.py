@@ -28,7 +28,8 @@ def chat(
     no_save: bool,
     as_json: bool,
 ) -> None:
-    """Chat with MODEL through the gateway (default: the active model).
+    """Chat with MODEL through the gateway (default: the active model, as in the app: the
+    one last picked, started or chatted with, else the only one running).
 
     With --prompt, or text piped on standard input, it sends that once, streams the reply
     to standard output and its figures to standard error. Otherwise it opens a chat: /reset

@@ -17,10 +17,11 @@ from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError
 from roundhouse.client.chat_stream import NO_PARAMS, ChatFailed
 
 NO_MODEL = (
-    "No model named and no active model set. Name one: `roundhouse chat MODEL`, with a "
-    "model from `roundhouse gateway models`; or start one first with `roundhouse engines "
-    "start llama.cpp --model FILE.gguf`. Set a default with `roundhouse settings set "
-    "chat.active_model MODEL`, or pick the model in the app's chat."
+    "No model named, and none is active (none was picked, started or chatted with, and not "
+    "exactly one is running). Name one: `roundhouse chat MODEL`, with a model from "
+    "`roundhouse gateway models`; or start one first with `roundhouse engines start "
+    "llama.cpp --model FILE.gguf`. Set one with `roundhouse settings set chat.active_model "
+    "MODEL`, or pick it in the app's chat or the tray's Active model menu."
 )
 EXIT_WORDS = frozenset({"/exit", "/quit", "/bye"})
 HELP = "/reset starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply."
@@ -71,7 +72,8 @@ def run_chat(home: Home, options: ChatOptions) -> int:
 
 
 async def _active_model(client: DaemonClient) -> str | None:
-    return (await client.settings()).chat.active_model
+    """The daemon's active model, the one the app's chat, quick chat and tray use."""
+    return (await client.gateway_models()).active_model
 
 
 def _exchange(runner: asyncio.Runner, session: ChatSession, prompt: str) -> Reply:

@@ -1,7 +1,9 @@
-"""The active model: what the gateway can serve, and the one the quick chat and tray use.
+"""The active model: what the gateway can serve, and the one chat, quick chat and tray use.
 
-One object shared by the tray's "Active model" menu and the quick chat window, so a choice
-made in one shows in the other without asking the daemon twice.
+One object shared by the chat page, the tray's "Active model" menu and the quick chat
+window, so a choice made in one shows in the others at once. Which model is active is the
+daemon's answer (`GatewayModelList.active_model`: the one last picked, started or chatted
+with, else the only one running), so the app and `roundhouse chat` agree.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.gateway import GatewayModel, GatewayModelList, ModelState
+from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.settings_patch import patch_settings, with_active_model
@@ -35,24 +38,36 @@ class ActiveModel(QObject):
         super().__init__()
         self._bridge = bridge
         self.models: list[GatewayModel] = []
+        self.listed = GatewayModelList(models=[])
         self.active: str | None = None
         self.loaded = False
         # Listed when someone looks (the tray's menu opens, quick chat shows), not at connect.
         self._listing: Call | None = None
+        # Asked again when the listing on its way was asked for before a change.
+        self._again = False
+        # Bumped by each choice: a listing asked for before it must not undo it.
+        self._choices = 0
+        self._running: frozenset[tuple[str, InstanceStatus]] | None = None
+        bridge.instances_changed.connect(self._on_instances_changed)
 
     def refresh(self) -> None:
-        """Ask the daemon for the models and the active one; a listing on its way is enough."""
+        """Ask the daemon for the models and the active one; a listing asked for since the
+        last change is enough, one asked for before it is followed by another."""
         if self._listing is not None:
+            self._again = True
             return
+        self._again = False
+        choices = self._choices
         self._listing = call = self._bridge.call(
             "list the models the gateway serves", lambda c: c.gateway_models()
         )
-        call.succeeded.connect(self._on_listing_succeeded)
+        call.succeeded.connect(lambda listed: self._on_listing_succeeded(listed, choices))
         call.failed.connect(self._on_call_failed)
         call.finished.connect(self._on_listing_finished)
 
     def choose(self, model: str | None) -> Call:
         """Save `model` as settings.chat.active_model; answers with the Settings saved."""
+        self._choices += 1
         call = patch_settings(self._bridge, "choose the active model", with_active_model(model))
         call.succeeded.connect(self._on_choice_saved)
         call.failed.connect(self._on_call_failed)
@@ -70,18 +85,34 @@ class ActiveModel(QObject):
             return f"{self.active} (nothing serves it now)" if self.loaded else self.active
         return f"{found.id} — {found.engine.value}, {STATE_WORDS[found.state]}"
 
-    def _on_listing_succeeded(self, listed: GatewayModelList) -> None:
+    def _on_listing_succeeded(self, listed: GatewayModelList, choices: int) -> None:
         self.models = list(listed.models)
-        self.active = listed.active_model
+        if choices == self._choices:
+            self.active = listed.active_model
+        self.listed = listed.model_copy(update={"active_model": self.active})
         self.loaded = True
         self.changed.emit()
 
     def _on_listing_finished(self) -> None:
         self._listing = None
+        if self._again:
+            self.refresh()
+
+    def _on_instances_changed(self, instances: list[InstanceInfo]) -> None:
+        """A model started, became ready or stopped: the active one may be another now
+        (the only one running). Asked only once someone has looked."""
+        running = frozenset((i.id, i.status) for i in instances)
+        changed = self._running is not None and running != self._running
+        self._running = running
+        if changed and self.loaded:
+            self.refresh()
 
     def _on_choice_saved(self, settings: Settings) -> None:
         self.active = settings.chat.active_model
+        self.listed = self.listed.model_copy(update={"active_model": self.active})
         self.changed.emit()
+        if not self.active:
+            self.refresh()  # none chosen: the daemon may name the one model running
 
     def _on_call_failed(self, failure: Failure) -> None:
         self.failed.emit(str(failure))

@@ -147,10 +147,6 @@ class ChatCalls:
             "delete the conversation", lambda c: c.delete_chat(conversation_id)
         )
 
-    def models(self) -> Call:
-        """Answers with the GatewayModelList: what can be served, and the active model."""
-        return self._bridge.call("list the models", lambda c: c.gateway_models())
-
     def prepare(
         self,
         conversation_id: str | None,

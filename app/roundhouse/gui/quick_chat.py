@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 GEOMETRY_KEY = "quick_chat/geometry"
 SHORTCUT = "Ctrl+Shift+Space"
+CHOOSE_FIRST = "Choose a model first (Model ▾), or start one on the Engines page."
+FINDING = "Finding the active model…"
 
 
 class QuickChatWindow(QWidget):
@@ -63,6 +65,8 @@ class QuickChatWindow(QWidget):
         self._meter: ReplyMeter | None = None
         self._moving: Call | None = None
         self.conversation: Conversation | None = None
+        # Enter pressed before the daemon said which model is active: sent once it does.
+        self._waiting_for_model = False
 
         self.model_line = ActiveModelLine(active_model)
         self.model_line.chat_page_requested.connect(self._open_chat_page)
@@ -93,7 +97,8 @@ class QuickChatWindow(QWidget):
         layout.addWidget(self.input)
         layout.addWidget(self.reply, 1)
         layout.addLayout(buttons)
-        active_model.failed.connect(self.status_label.setText)
+        active_model.failed.connect(self._on_active_model_failed)
+        active_model.changed.connect(self._on_active_model_changed)
         self._restore_geometry()
         self._update_actions()
 
@@ -120,8 +125,14 @@ class QuickChatWindow(QWidget):
         if not prompt or self.streaming:
             return
         if not model:
-            self.status_label.setText("Choose a model first (Model ▾).")
+            if self._active.loaded:
+                self.status_label.setText(CHOOSE_FIRST)
+            else:
+                self._waiting_for_model = True
+                self.status_label.setText(FINDING)
+                self._active.refresh()
             return
+        self._waiting_for_model = False
         turn = self.exchange.ask(prompt)
         self.input.clear()
         self._turn, self._meter = turn, ReplyMeter(model)
@@ -136,6 +147,21 @@ class QuickChatWindow(QWidget):
         self.status_label.setText(f"Asking {model}…")
         self.reply.render()
         self._update_actions()
+
+    def _on_active_model_changed(self) -> None:
+        """A hint that no longer applies goes: a model is active now (picked, started)."""
+        if self.model and self.status_label.text() in (CHOOSE_FIRST, FINDING):
+            self.status_label.setText("")
+        if self._waiting_for_model:
+            self._waiting_for_model = False
+            if self.model:
+                self.send()
+            else:
+                self.status_label.setText(CHOOSE_FIRST)
+
+    def _on_active_model_failed(self, message: str) -> None:
+        self._waiting_for_model = False
+        self.status_label.setText(message)
 
     def stop(self) -> None:
         if self.follow is not None:
@@ -237,9 +263,12 @@ class QuickChatWindow(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.model_line.update_text()
+        # While it shows, a model that starts or stops elsewhere changes what it is bound to.
+        self._bridge.watch_instances(self, True)
 
     def hideEvent(self, event: QHideEvent) -> None:
         self._save_geometry()
+        self._bridge.watch_instances(self, False)
         super().hideEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -23,6 +23,7 @@ from roundhouse.core.gateway_key import GatewayKeyStore
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
 from roundhouse.core.sampler import Sampler
+from roundhouse.core.settings import save_settings
 from roundhouse.core.updates import UpdateChecker
 
 if TYPE_CHECKING:
@@ -200,6 +201,16 @@ class DaemonServices:
         if self.updates is None:
             raise RuntimeError("the daemon was built without an update check")
         return self.updates
+
+    def remember_active_model(self, model: str | None) -> None:
+        """Make `model` the active one (chat.active_model): the user started it or chatted
+        with it. Saved only when it changes, so a chat's every reply writes nothing."""
+        if not model or model == self.settings.chat.active_model:
+            return
+        chat = self.settings.chat.model_copy(update={"active_model": model})
+        updated = self.settings.model_copy(update={"chat": chat})
+        save_settings(self.home.settings_file, updated)
+        self.settings = updated
 
     async def settings_changed(self) -> None:
         """Put what `self.settings` now says in force where it is not read per request."""

@@ -14,6 +14,7 @@ from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
 from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.core.gateway.active import listed_name, resolve_active, served_by
 from roundhouse.core.gateway.budget import ContextBudget
 from roundhouse.core.gateway.errors import (
     GatewayError,
@@ -125,11 +126,20 @@ class Gateway:
 
     def model_list(self) -> GatewayModelList:
         settings = self._settings()
+        listed = self.listed()
         return GatewayModelList(
-            models=[entry.model for entry in self.listed()],
-            active_model=settings.chat.active_model,
+            models=[entry.model for entry in listed],
+            active_model=resolve_active(settings.chat.active_model, listed),
             default_model=settings.gateway.default_model,
         )
+
+    def model_of(self, instance_id: str) -> str | None:
+        """The id the gateway lists the instance's model under, if it lists it."""
+        return served_by(self.listed(), instance_id)
+
+    def listed_as(self, name: str | None) -> str | None:
+        """The id the gateway lists the model a request named under; None if none."""
+        return listed_name(self.listed(), name) if name else None
 
     def pass_through(self) -> bool:
         """Whether an API the engine serves itself goes to it untranslated (a setting)."""

@@ -28,8 +28,8 @@ from roundhouse.api.chat import (
     NewMessage,
     Role,
 )
-from roundhouse.api.gateway import GatewayModelList
 from roundhouse.client.chat_stream import history_messages
+from roundhouse.gui.active_model import ActiveModel
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.daemon_calls import ChatCalls
@@ -49,10 +49,19 @@ class ChatPage(QWidget):
 
     title = "Chat"
 
-    def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        bridge: DaemonBridge,
+        active_model: ActiveModel | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self._calls = ChatCalls(bridge)
+        # Shared with quick chat and the tray: a new chat opens on the active model, and a
+        # model picked here becomes the active one there too.
+        self._active = active_model or ActiveModel(bridge)
+        self._followed: str | None = None
         self.conversation: Conversation | None = None
         self.reply: ReplyStream | None = None
         self._preparing: Call | None = None
@@ -126,6 +135,8 @@ class ChatPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
 
+        self._active.changed.connect(self._on_active_model_changed)
+        self._active.failed.connect(lambda message: self.model_state.setText(message))
         bridge.connected.connect(self._on_bridge_connected)
         bridge.state_changed.connect(lambda _: self._update_actions())
         self._update_actions()
@@ -165,24 +176,40 @@ class ChatPage(QWidget):
             return
         listing = self._calls.conversations()
         listing.succeeded.connect(self._on_listing_succeeded)
-        models = self._calls.models()
-        models.succeeded.connect(self._on_models_succeeded)
-        models.failed.connect(lambda failure: self.model_state.setText(f"Not listed: {failure}"))
+        self._active.refresh()
 
     def _on_listing_succeeded(self, listed: ConversationList) -> None:
         self.conversations.set_conversations(listed.conversations)
         self.conversations.select(self.conversation.id if self.conversation else None)
 
-    def _on_models_succeeded(self, listed: GatewayModelList) -> None:
-        # What is picked now wins: an answer listed before a pick must not undo it.
-        current = self.picker.current_model() or (
-            self.conversation.model if self.conversation else None
+    def _on_active_model_changed(self) -> None:
+        active = self._active.active
+        # A new chat follows the active model when it changes (picked in the tray, started,
+        # used); otherwise what is picked or typed here wins: an answer listed before a pick
+        # must not undo it.
+        follow = (
+            self.conversation is None
+            and not self.busy
+            and bool(active)
+            and active != self._followed
         )
-        self.picker.set_models(listed, current)
+        if not self.busy:
+            self._followed = active
+        current = (
+            active
+            if follow
+            else self.picker.current_model()
+            or (self.conversation.model if self.conversation else active)
+        )
+        self.picker.set_models(self._active.listed, current)
         self.model_state.setText(self.picker.describe())
 
     def _on_picker_picked(self, model: str) -> None:
         self.model_state.setText(self.picker.describe())
+        if model in self.picker.models and model != self._active.active:
+            # One the gateway lists: the active model everywhere (a typed name stays here).
+            self._followed = model
+            self._active.choose(model)
         if self.conversation is not None and model and model != self.conversation.model:
             self._save(ConversationUpdate(model=model))
 
@@ -210,6 +237,9 @@ class ChatPage(QWidget):
         self.conversation = None
         self._wanted = None
         self.transcript.clear()
+        if self._active.active:
+            self.picker.set_model(self._active.active)
+            self.model_state.setText(self.picker.describe())
         self.conversations.select(None)
         self._say("")
         self.input.setFocus()

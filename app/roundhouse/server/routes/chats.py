@@ -13,6 +13,7 @@ from roundhouse.api.chat import (
     NewConversation,
     NewMessage,
 )
+from roundhouse.core.gateway.active import answered_by
 from roundhouse.server.deps import Services
 
 router = APIRouter(prefix="/chats", tags=["chats"])
@@ -30,8 +31,10 @@ async def list_chats(
 @router.post("", response_model=Conversation, status_code=201)
 async def create_chat(new: NewConversation, services: Services) -> Conversation:
     """Start a conversation; beyond `chat.max_conversations` the least recently updated
-    ones are deleted."""
-    return await services.chat_store().create(new)
+    ones are deleted. A reply in it makes its model the active one."""
+    created = await services.chat_store().create(new)
+    services.remember_active_model(services.gateway().listed_as(answered_by(new.messages)))
+    return created
 
 
 @router.get("/{conversation_id}", response_model=Conversation)
@@ -55,7 +58,10 @@ async def delete_chat(conversation_id: str, services: Services) -> Response:
 
 @router.post("/{conversation_id}/messages", response_model=Message, status_code=201)
 async def add_message(conversation_id: str, new: NewMessage, services: Services) -> Message:
-    return await services.chat_store().add_message(conversation_id, new)
+    """Add a message; a reply that did not fail makes its model the active one."""
+    added = await services.chat_store().add_message(conversation_id, new)
+    services.remember_active_model(services.gateway().listed_as(answered_by([new])))
+    return added
 
 
 @router.put("/{conversation_id}/messages/{message_id}", response_model=Message)

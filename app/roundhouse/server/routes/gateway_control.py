@@ -44,8 +44,12 @@ async def gateway_usage(services: Services) -> GatewayUsage:
 @router.post("/serve", response_model=InstanceInfo)
 async def serve_model(request: ServeRequest, services: Services) -> InstanceInfo:
     """Make sure an instance serves the model: start it with its preset (even with
-    just-in-time starts off) and answer once it is ready."""
+    just-in-time starts off) and answer once it is ready. It becomes the active model."""
     try:
-        return await services.gateway().serve(request.model)
+        served = await services.gateway().serve(request.model)
     except GatewayError as exc:
         raise _GatewayProblem(exc) from exc
+    # Asked for by the user (the first-run guide, `roundhouse run`): the active model now.
+    gateway = services.gateway()
+    services.remember_active_model(gateway.model_of(served.id) or gateway.listed_as(request.model))
+    return served

@@ -29,8 +29,10 @@ async def list_instances(services: Services) -> InstanceList:
 @router.post("/instances", response_model=InstanceInfo, status_code=202)
 async def start_instance(request: StartRequest, services: Services) -> InstanceInfo:
     """Start an engine; it answers at once with status "starting". Poll the instance (or
-    its logs) until it is "ready" or "failed"."""
-    return await services.instance_service().start(request)
+    its logs) until it is "ready" or "failed". Its model becomes the active one."""
+    started = await services.instance_service().start(request)
+    services.remember_active_model(services.gateway().model_of(started.id))
+    return started
 
 
 @router.get("/instances/{instance_id}", response_model=InstanceInfo)
