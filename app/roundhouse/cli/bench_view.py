@@ -22,7 +22,7 @@ def _title(result: BenchResult) -> str:
     req = result.request
     engine = f" on {result.engine}" if result.engine else ""
     m = result.metrics
-    marked = f" [{counts_line(m.completed, m.failed)}]" if m.failed else ""
+    marked = f" ⚠ {counts_line(m.completed, m.failed)}" if m.failed else ""
     return f"{req.label or req.model}{engine} ({result.id}){marked}"
 
 
