@@ -224,6 +224,7 @@ def test_failures_are_counted_explained_marked_and_exported(
         else:  # kept as failed: no figures at all
             assert page.table.value("Output token throughput (tok/s)") is None
             assert header.endswith("FAILED"), header
+            assert not page.chart.bars  # nothing charted as if measured
             assert page.status.text() == "", page.status.text()
 
         # Marked in the kept results; the chart names the run in words, not by its id.

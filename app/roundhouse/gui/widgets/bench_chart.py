@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 import pyqtgraph as pg
 
-from roundhouse.api.bench import BenchResult, counts_line, run_name
+from roundhouse.api.bench import BenchResult, BenchStatus, counts_line, run_name
 from roundhouse.gui.widgets.chart_card import SERIES_COLOURS
 
 LATENCIES = ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99")
@@ -24,6 +24,8 @@ def series_name(result: BenchResult) -> str:
     """A run in words, never its id: label or model, engine, workload, time, and failures."""
     m = result.metrics
     name = run_name(result)
+    if result.status is BenchStatus.FAILED:
+        return name + f" (every request failed: no figures to chart; {m.failed} failed)"
     return name + (f" ({counts_line(m.completed, m.failed)})" if m.failed else "")
 
 
@@ -65,6 +67,8 @@ class BenchChart(QWidget):
         names = [series_name(r) for r in results]
         self.names = names
         for i, result in enumerate(results):
+            if result.status is BenchStatus.FAILED:
+                continue  # no figures: a bar of zeros would read as a measured result
             brush = SERIES_COLOURS[i % len(SERIES_COLOURS)]
             bar = pg.BarGraphItem(
                 x=[i], height=[result.metrics.output_throughput], width=BAR_WIDTH, brush=brush
