@@ -206,10 +206,14 @@ class ChatPage(QWidget):
 
     def _on_picker_picked(self, model: str) -> None:
         self.model_state.setText(self.picker.describe())
-        if model in self.picker.models and model != self._active.active:
-            # One the gateway lists: the active model everywhere (a typed name stays here).
+        if model and (model in self.picker.models or not self._active.loaded):
+            # One the gateway lists (or may: not listed yet): the active model everywhere.
+            if model != self._active.active:
+                self._active.choose(model)
             self._followed = model
-            self._active.choose(model)
+        else:
+            # A name typed here stays here, until the active model changes elsewhere.
+            self._followed = self._active.active
         if self.conversation is not None and model and model != self.conversation.model:
             self._save(ConversationUpdate(model=model))
 
