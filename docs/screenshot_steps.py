@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from roundhouse.gui.app import Ui
     from roundhouse.gui.pages.engines_page import EnginesPage
+    from roundhouse.gui.pages.models_page import ModelsPage
 
 REPO = Path(__file__).resolve().parent.parent
 SCREEN = (1400, 900)
@@ -419,7 +420,40 @@ async def take_models(ui: Ui, hub: HubStandin, grab: Grab) -> None:
     page.library.view.selectRow(0)
     await asyncio.sleep(0.8)
     grab("models-library.png")
+    await take_library_start(page, grab)
     page.show_tab(SEARCH_TAB)
+
+
+async def take_library_start(page: ModelsPage, grab: Grab) -> None:
+    """A Library model started from its row: the start dialog with the values llama-server
+    will run with filled in, then the row running with Chat and Stop; stopped again."""
+    library = page.library
+    model = library.selected()
+    dialog = library.start_selected()
+    if model is None or dialog is None:
+        print("no model to start in the Library: the start screenshots are left out")
+        return
+    await wait_until(lambda: not dialog.defaults_label.isHidden(), 20, "the filled-in values")
+    await wait_until(lambda: not dialog.fit_line.isHidden(), 20, "the fit line")
+    await asyncio.sleep(0.8)
+    grab("start-dialog-values.png", widget=dialog)
+    # The steps after this one need the Models page, not the chat it would open.
+    dialog.open_chat_check.setChecked(False)
+    dialog.start()
+    await wait_until(lambda: library.start_dialog is None, 20, "the start")
+
+    def running() -> bool:
+        row = library.models.row_of(model.id)
+        status = library.models.texts()[row]["Status"] if row is not None else ""
+        if status == "failed":
+            raise RuntimeError(f"{model.name} failed to start")
+        return status == "running"
+
+    await wait_until(running, 60, "the model running")
+    await asyncio.sleep(0.8)
+    grab("models-library-running.png")
+    library.running.cells[model.id].stop_button.click()
+    await wait_until(lambda: model.id not in library.running.cells, 60, "the stop")
 
 
 async def take_first_run(ui: Ui, hub: HubStandin, grab: Grab) -> None:
