@@ -11,6 +11,17 @@ import httpx
 import qasync
 
 from roundhouse.api.engines import EngineId
+from roundhouse.api.fit import (
+    AdviceKind,
+    DeviceFit,
+    DeviceKind,
+    FitAdvice,
+    FitEngine,
+    FitReport,
+    FitVerdict,
+    ModelFit,
+)
+from roundhouse.api.hardware import CpuInfo
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.library import LibraryModel
 from roundhouse.gui.app import Ui
@@ -18,6 +29,7 @@ from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.chat_page import ChatPage
 from roundhouse.gui.pages.models_page import LIBRARY_TAB, ModelsPage
 from roundhouse.gui.widgets.models_library_running import RowActions
+from roundhouse.gui.widgets.start_defaults import start_values
 from roundhouse.gui.widgets.start_params import spin_value
 from tests.daemon_process import DaemonProcess
 from tests.gui.conftest import close_bridge, wait_until
@@ -130,11 +142,16 @@ def test_the_dialog_shows_what_the_engine_runs_and_the_row_follows_the_start(
         )
         chat = ui.window.pages.currentWidget()
         assert isinstance(chat, ChatPage)
-        assert chat.picker.current_model() == (model.served_id or model.id)
+        served = model.served_id or model.id
+        assert chat.picker.current_model() == served
+        # The name the gateway lists for the running engine: the chat goes to it, not to a
+        # second start of the same file.
+        await wait_until(lambda: served in chat.picker.models, 10, "the model listed")
 
         # What the engine reports is what the dialog showed.
         [info] = ours()
         assert info.status == InstanceStatus.READY
+        assert chat.picker.models[served].instance == info.id
         props = _props(info)
         settings = props["default_generation_settings"]
         assert isinstance(settings, dict)
@@ -162,3 +179,62 @@ def test_the_dialog_shows_what_the_engine_runs_and_the_row_follows_the_start(
         qloop.run_until_complete(scenario())
     finally:
         close_bridge(qloop, ui.bridge)
+
+
+def _fit(verdict: FitVerdict, gpu_layers: int, *, gpu: bool, advice: int | None = None) -> ModelFit:
+    def device(kind: DeviceKind) -> DeviceFit:
+        return DeviceFit(
+            label="GPU 0" if kind == DeviceKind.GPU else "RAM",
+            kind=kind,
+            weights_bytes=1,
+            kv_bytes=1,
+            compute_bytes=1,
+            footprint_bytes=1,
+            total_bytes=4,
+            free_bytes=8,
+            fits=True,
+        )
+
+    kinds = [DeviceKind.GPU, DeviceKind.CPU] if gpu else [DeviceKind.CPU]
+    report = FitReport(
+        verdict=verdict,
+        engine=FitEngine.LLAMA_CPP,
+        summary="In words.",
+        context_length=8192,
+        n_parallel=1,
+        gpu_layers=gpu_layers,
+        total_layers=33,
+        devices=[device(kind) for kind in kinds],
+        weights_bytes=1,
+        kv_bytes=1,
+        kv_bytes_per_token=1,
+        compute_bytes=1,
+        total_bytes=3,
+        advice=[FitAdvice(kind=AdviceKind.MAX_CONTEXT, text="Less context.", value=advice)]
+        if advice
+        else [],
+    )
+    return ModelFit(target="tiny", report=report)
+
+
+CPU = CpuInfo(brand="x", arch="x86_64", physical_cores=6, logical_cores=12, features=[])
+
+
+def test_the_filled_in_values_say_where_they_come_from() -> None:
+    on_cpu = start_values(_fit(FitVerdict.CPU_ONLY, 0, gpu=False), CPU)
+    assert (on_cpu.ctx_size, on_cpu.parallel, on_cpu.gpu_layers, on_cpu.threads) == (
+        8192,
+        1,
+        0,
+        6,
+    )
+    assert "no GPU layers (this machine has no GPU" in on_cpu.words
+    assert "6 threads (the CPU's cores)" in on_cpu.words
+    on_gpu = start_values(_fit(FitVerdict.FULL_GPU, 33, gpu=True), CPU)
+    assert on_gpu.gpu_layers == 33 and "all 33 layers on the GPU" in on_gpu.words
+    split = start_values(_fit(FitVerdict.PARTIAL_OFFLOAD, 20, gpu=True), CPU)
+    assert "20 of 33 layers on the GPU" in split.words
+    # Too big at 8192 tokens: the largest context the estimate says fits.
+    lowered = start_values(_fit(FitVerdict.DOES_NOT_FIT, 0, gpu=True, advice=2048), None)
+    assert lowered.ctx_size == 2048 and "lowered from 8,192 to fit" in lowered.words
+    assert lowered.threads is None and "threads" not in lowered.words
