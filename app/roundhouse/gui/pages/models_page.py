@@ -87,6 +87,10 @@ class ModelsPage(QWidget):
         layout.addWidget(self.tabs, 1)
 
         self.search.model_selected.connect(self._on_search_model_selected)
+        # The ways to add models, offered where there are none: each leads to where it is done.
+        self.search.import_requested.connect(self._import_instead)
+        self.search.folder_requested.connect(self._add_folder_instead)
+        self.library.empty_hint.search_requested.connect(self._search_instead)
         self.details.token_requested.connect(self.open_token_dialog)
         self.details.download_queued.connect(self._on_details_download_queued)
         self.downloads.counts_changed.connect(self._on_downloads_counts_changed)
@@ -149,6 +153,18 @@ class ModelsPage(QWidget):
             self.library.request_visible_fits()
         elif index == SEARCH_TAB:
             self.search.request_visible_fits()
+
+    def _import_instead(self) -> None:
+        self.show_tab(LIBRARY_TAB)
+        self.library.choose_import()
+
+    def _add_folder_instead(self) -> None:
+        self.show_tab(LIBRARY_TAB)
+        self.library.empty_hint.choose_folder()
+
+    def _search_instead(self) -> None:
+        self.show_tab(SEARCH_TAB)
+        self.search.query_edit.setFocus()
 
     def _on_search_model_selected(self, model: HubModelSummary) -> None:
         self.details.show_model(model.id)

@@ -28,9 +28,11 @@ from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 from roundhouse.gui.widgets.confirm import ask_to_confirm
+from roundhouse.gui.widgets.import_gguf import gguf_file_dialog
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
 from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, library_key
+from roundhouse.gui.widgets.models_library_empty import LibraryEmptyHint
 from roundhouse.gui.widgets.models_library_rows import (
     HEADERS,
     RIGHT_ALIGNED,
@@ -118,8 +120,13 @@ class LibraryView(QWidget):
         self.message_label = QLabel()
         self.message_label.setWordWrap(True)
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Empty, the Library says how to add models, with a button for each way.
+        self.empty_hint = LibraryEmptyHint(bridge)
+        self.empty_hint.import_requested.connect(self.choose_import)
+        self.empty_hint.folder_added.connect(lambda _: self.refresh(rescan=True))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.empty_hint)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.status_label)
         layout.addWidget(self.message_label)
@@ -178,6 +185,7 @@ class LibraryView(QWidget):
 
     def _on_listed(self, listed: LibraryList) -> None:
         self.listed = listed
+        self.empty_hint.show_for(listed)
         self._show_rows()
         for model in listed.models:
             self.models.set_badge(model.id, self._fits.badge(library_key(model.id)))
@@ -251,9 +259,7 @@ class LibraryView(QWidget):
     # -- import -------------------------------------------------------------------------
 
     def choose_import(self) -> None:
-        box = QFileDialog(self, "Import a GGUF file", str(Path.home()))
-        box.setFileMode(QFileDialog.FileMode.ExistingFile)
-        box.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
+        box = gguf_file_dialog(self)
         box.fileSelected.connect(self.import_file)
         box.finished.connect(self._on_file_dialog_finished)
         self.file_dialog = box

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import (
+    UNREACHABLE_TITLES,
     HubModelKind,
     HubModelSummary,
     HubSearchRequest,
@@ -34,6 +35,7 @@ from roundhouse.gui.widgets.models_words import (
     kinds_in_words,
     params_in_words,
 )
+from roundhouse.gui.widgets.notice import Notice
 from roundhouse.gui.widgets.table_view import table_view
 
 HEADERS = ("Model", "Kinds", "Parameters", "Downloads", "Likes", "Updated", "Access", "Fit")
@@ -50,6 +52,17 @@ SORT_CHOICES = (
 )
 # Rows scrolled into view get their estimates once scrolling rests this long.
 VISIBLE_SETTLE_MS = 150
+OFFLINE_WORDS = (
+    "Import a model file or add a models folder instead; search again once the connection is back."
+)
+
+
+def failure_in_words(failure: Failure) -> str:
+    """A search's failure, said for the page: no connection at all is said as such."""
+    if failure.title in UNREACHABLE_TITLES:
+        needs = "it" if "Hugging Face" in failure.title else "Hugging Face"
+        return f"{failure.title}: search needs {needs}. {OFFLINE_WORDS}"
+    return f"Not searched: {failure.detail}"
 
 
 def result_row(model: HubModelSummary) -> Row:
@@ -76,6 +89,9 @@ class ModelSearchView(QWidget):
     """Searches when asked (Enter, the button, a changed filter); one search at a time."""
 
     model_selected = Signal(object)  # HubModelSummary
+    # The offline notice's buttons: the Library acts on them.
+    import_requested = Signal()
+    folder_requested = Signal()
 
     def __init__(self, calls: ModelsCalls, fits: FitCache, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -112,9 +128,18 @@ class ModelSearchView(QWidget):
         self.status_label.setObjectName("hint")
         self.status_label.setWordWrap(True)
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A failed search, above the results: offline, what to do instead.
+        self.notice = Notice(problem=True)
+        self.import_button = self.notice.add_action(
+            "Import a model file…", self.import_requested.emit
+        )
+        self.folder_button = self.notice.add_action(
+            "Add a models folder…", self.folder_requested.emit
+        )
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
+        layout.addWidget(self.notice)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.status_label)
 
@@ -182,6 +207,7 @@ class ModelSearchView(QWidget):
             return
         self._call = None
         self.search_button.setEnabled(True)
+        self.notice.hide()
         self.result = result
         self.results.set_rows([result_row(model) for model in result.models])
         self.refresh_badges()
@@ -198,7 +224,12 @@ class ModelSearchView(QWidget):
             return
         self._call = None
         self.search_button.setEnabled(True)
-        self.status_label.setText(f"Not searched: {failure}")
+        self.status_label.setText("")
+        offline = failure.title in UNREACHABLE_TITLES
+        for button in (self.import_button, self.folder_button):
+            button.setVisible(offline)
+        # The daemon's own words (which address, what to check) stay a hover away.
+        self.notice.show_text(failure_in_words(failure), failure.detail)
 
     def _on_fits_changed(self, key: str) -> None:
         repo, _, revision = key.partition("@")
