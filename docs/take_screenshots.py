@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # The steps live beside this file (run as a script, its folder is on sys.path).
+from screenshot_offline import take_offline
 from screenshot_pages_perf import take_bench, take_monitor
 from screenshot_secrets import mask_secrets, restore, shown_secrets
 from screenshot_steps import (
@@ -231,6 +232,8 @@ async def take(
     await take_settings(ui, grab)
     await take_install_progress(ui, page, releases, grab)
     await take_tray(ui, grab, serving=served is not None)
+    # Last of the steps that need the Hub: it stops the Hub stand-in.
+    await take_offline(ui, hub, grab)
     if served is not None:
         async with DaemonClient.for_home(ui.bridge.home) as client:
             await client.stop_instance(served[0])
