@@ -118,9 +118,12 @@ class HubService:
     ) -> HubTokenStatus:
         try:
             return await self._call(token_status, self._api, found, check, problem)
-        except HubUnavailableError as exc:  # the deadline passed: say so, unchecked
+        except HubUnavailableError as exc:  # no connection, or the deadline passed: unchecked
             unchecked = token_status(self._api, found, False, problem)
-            return unchecked.model_copy(update={"message": f"{unchecked.message} {exc.detail}"})
+            said = unchecked.message
+            if found is not None:
+                said = f"{said.removesuffix('.')}, but it could not be checked."
+            return unchecked.model_copy(update={"message": f"{said} {exc.detail}"})
 
     def close(self) -> None:
         """Stop taking calls; one still waiting on the Hub ends on its own."""
