@@ -45,7 +45,7 @@ def response(status: int) -> httpx2.Response:
         (
             httpx2.ConnectError("[Errno -2] Name or service not known"),
             HubUnreachableError,
-            "No internet connection: Hugging Face could not be looked up",
+            "Hugging Face could not be looked up about org/name: this machine seems",
         ),
         (httpx2.ReadTimeout("timed out"), HubUnavailableError, "did not answer in time"),
         (hf.HFValidationError("bad id"), InvalidInputError, "owner/name"),

@@ -219,7 +219,8 @@ def test_a_failed_name_lookup_is_no_internet_connection() -> None:
     else:
         pytest.skip("this resolver answers for .invalid names")
     assert error is not None and error.title == "No internet connection"
-    assert error.detail.startswith("No internet connection: Hugging Face (huggingface.co)")
+    assert error.detail.startswith("Hugging Face (huggingface.co) could not be looked up")
+    assert "no internet connection" in error.detail
     assert "Errno" not in error.detail and "owner/model" in error.detail
     # A slow answer is not a missing connection.
     assert unreachable_error(TimeoutError("timed out")) is None

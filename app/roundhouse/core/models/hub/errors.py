@@ -137,11 +137,13 @@ def unreachable_error(
     kind = _connection_failure(exc)
     if kind == "lookup":
         return HubUnreachableError(
-            f"No internet connection: {where} could not be looked up{_about(repo)}. {_CHECK}"
+            f"{where} could not be looked up{_about(repo)}: this machine seems to have no "
+            f"internet connection. {_CHECK}"
         )
     if kind == "no route":
         return HubUnreachableError(
-            f"No internet connection: this machine has no route to {where}{_about(repo)}. {_CHECK}"
+            f"This machine has no route to {where}{_about(repo)}: it seems to have no "
+            f"internet connection. {_CHECK}"
         )
     if kind == "refused":
         return HubUnreachableError(
