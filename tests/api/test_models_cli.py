@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests.api.test_gateway_cli import keyring_env, roundhouse
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import ACCESS_TOKEN, GATED_REPO, GGUF_REPO, MLX_REPO, OTHER_REPO
+from tests.processes import free_port
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +151,17 @@ def test_fit_before_download_and_for_a_library_model(hub_daemon: DaemonProcess) 
 
     both = roundhouse(hub_daemon, "models", "fit", GGUF_REPO, "--library", entry["id"])
     assert both.returncode == 2 and "repo" in both.stderr
+
+
+def test_search_with_no_connection_says_so_at_once(tmp_path: Path) -> None:
+    # Nothing listens at the Hub's address: refused at once, not after the 15 s deadline.
+    env = {**keyring_env(tmp_path), "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    with running_daemon(tmp_path / "home", env=env) as daemon:
+        started = time.monotonic()
+        done = roundhouse(daemon, "models", "search", "qwen")
+        took = time.monotonic() - started
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "Hugging Face cannot be reached" in said and "refused the connection" in said, said
+    assert "Errno" not in said
+    assert took < 8.0  # the CLI's own start counts too; the daemon answers in milliseconds
