@@ -1,18 +1,23 @@
-"""Tray menu, close-to-tray and the quit question, without a tray or a daemon (offscreen)."""
+"""Tray menu, close-to-tray and the quit question (offscreen, with no tray): its answers and
+default without a daemon, and no question against a real daemon that runs nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import qasync
 from PySide6.QtWidgets import QApplication, QMessageBox
 from pytestqt.qtbot import QtBot
 
+from roundhouse.api.instances import InstanceOrigin
 from roundhouse.api.settings import QuitAction, UiSettings
 from roundhouse.base.paths import resolve_home
-from roundhouse.gui.app import build_ui
+from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.icons import TrayState
 from roundhouse.gui.quit_flow import QuitController
+from tests.daemon_process import DaemonProcess
+from tests.gui.conftest import close_bridge, wait_until
 
 
 def _texts(actions: list) -> list[str]:  # type: ignore[type-arg]
@@ -81,6 +86,9 @@ def test_quit_asks_without_blocking_and_follows_the_answer(
     box = quitter.dialog
     assert isinstance(box, QMessageBox) and box.isVisible()
     assert quits == []
+    # Enter does what the user chose, Quit: the engines stop too (Escape cancels).
+    default = box.defaultButton()
+    assert default is not None and default.text() == "Stop and quit"
     stop = next(b for b in box.buttons() if b.text() == "Stop and quit")
     stop.click()
     qtbot.waitUntil(lambda: quits == [True], timeout=2000)
@@ -108,3 +116,30 @@ def test_quit_follows_the_setting_without_asking(qapp: QApplication, home_root: 
     quitter.request_quit()
     assert quits == [True, False]
     assert quitter.dialog is None
+
+
+def test_quit_does_not_ask_when_nothing_runs(
+    ui: Ui, qloop: qasync.QEventLoop, daemon: DaemonProcess
+) -> None:
+    """Against a real daemon with no engine: nothing to decide, so no question; the daemon
+    does as when the last window closes (keeps serving, the default)."""
+    quits: list[bool] = []
+    quitter = QuitController(ui.bridge, lambda: quits.append(quitter.stop_daemon_on_exit))
+
+    async def scenario() -> None:
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        ui.bridge.poll_instances_now()
+        await wait_until(lambda: ui.bridge.instances is not None, 10, "the instance list")
+        # Engines of other test runs on this machine may be found (attached, not ours):
+        # stopping the daemon would leave them running, so they are nothing to ask about.
+        assert all(i.origin == InstanceOrigin.EXTERNAL for i in ui.bridge.instances or [])
+        assert ui.bridge.ui_settings.quit_action == QuitAction.ASK
+        quitter.request_quit()
+        assert quitter.dialog is None, "asked though nothing runs"
+        assert quits == [False] and quitter.quitting
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        close_bridge(qloop, ui.bridge)

@@ -112,7 +112,10 @@ def build_ui(
     window.add_page(BenchPage(bridge), BenchPage.title)
     window.add_page(MonitorPage(bridge), MonitorPage.title)
     window.add_page(SettingsPage(bridge), SettingsPage.title)
-    quitter = QuitController(bridge, app.quit, window)
+    # exit(), not quit(): Qt's quit first asks every window to close, and one that only
+    # hides on close (quick chat) or hides to the tray cancels it: the app lived on, with
+    # the daemon it was asked to stop. shutdown() closes the windows after the loop.
+    quitter = QuitController(bridge, lambda: app.exit(0), window)
     window.quit_requested.connect(quitter.request_quit)
     # The quick chat window is built on first use; its shortcut (Ctrl+Shift+Space) now.
     quick_chat = QuickChat(bridge, window, active_model, geometry_store=geometry_store)
@@ -131,7 +134,7 @@ def build_ui(
         if tray_available
         else None
     )
-    window.hides_to_tray = lambda: tray is not None
+    window.hides_to_tray = lambda: tray is not None and not quitter.quitting
     # With a tray, closing the window hides it; without one, closing it quits.
     app.setQuitOnLastWindowClosed(tray is None)
     return Ui(bridge, window, quitter, tray, active_model, quick_chat, first_run)
@@ -143,7 +146,10 @@ async def shutdown(ui: Ui) -> None:
         ui.tray.icon.hide()
     if ui.quick_chat is not None:
         ui.quick_chat.close()
-    ui.window.hide()
+    # Closed, not hidden: the window keeps its place for the next launch; quitting, it does
+    # not hide to the tray (however the loop ended).
+    ui.quitter.quitting = True
+    ui.window.close()
     if ui.quitter.stop_daemon_on_exit and ui.bridge.state == ConnectionState.CONNECTED:
         problem = await ui.bridge.stop_daemon()
         if problem:
