@@ -173,7 +173,7 @@ class ChartCard(QWidget):
             self._end_hover()
             return
         t = view.mapSceneToView(position).x()
-        index = int(np.clip(np.searchsorted(self._x, t), 0, len(self._x) - 1))
+        index = _nearest(self._x, t)
         values = [_finite_or_none(y[index]) for y in self._ys]
         stamp = time.strftime("%H:%M:%S", time.localtime(self._x[index]))
         self._hovering = True
@@ -188,6 +188,14 @@ class ChartCard(QWidget):
             self._cursor.hide()
             self._redraw()
             self.value_label.setText(self._latest_text)
+
+
+def _nearest(x: np.ndarray, t: float) -> int:
+    """The index of the point nearest to `t` in the sorted `x` (the mouse is rarely on one)."""
+    index = int(np.clip(np.searchsorted(x, t), 0, len(x) - 1))
+    if index > 0 and abs(t - x[index - 1]) <= abs(x[index] - t):
+        index -= 1
+    return index
 
 
 def _finite_or_none(value: float) -> float | None:
