@@ -16,7 +16,15 @@ from PySide6.QtWidgets import QLineEdit
 
 from roundhouse.api.downloads import DownloadItem, DownloadState
 from roundhouse.api.engines import EngineId
-from roundhouse.api.fit import AdviceKind, FitAdvice, FitEngine, FitReport, FitVerdict
+from roundhouse.api.fit import (
+    AdviceKind,
+    DeviceFit,
+    DeviceKind,
+    FitAdvice,
+    FitEngine,
+    FitReport,
+    FitVerdict,
+)
 from roundhouse.api.hub import HubModelKind
 from roundhouse.api.library import LibraryModel
 from roundhouse.gui.app import Ui
@@ -101,7 +109,9 @@ def test_search_pick_download_pause_resume_library_start_delete(
         await wait_until(lambda: _badge_settled(page, GGUF_REPO), 30, "the fit badge")
         badge = search.results.badge(GGUF_REPO)
         assert badge is not None and badge.tone != Tone.UNKNOWN, badge
-        assert badge.text in ("fits on GPU", "CPU only") or badge.text.startswith("partial ")
+        assert badge.text in ("fits on GPU", "CPU only", "runs on CPU") or badge.text.startswith(
+            "partial "
+        )
 
         # The model's page: its groups, each with its own estimate and the breakdown.
         assert search.select_repo(GGUF_REPO)
@@ -252,7 +262,14 @@ def test_search_pick_download_pause_resume_library_start_delete(
                 process.stop(timeout=60)
 
 
-def _report(verdict: FitVerdict, gpu_layers: int) -> FitReport:
+# A GPU the estimate looked at (too small, say): the CPU is then a fallback, not the best.
+_GPU = DeviceFit(
+    label="GPU 0", kind=DeviceKind.GPU, index=0, weights_bytes=0, kv_bytes=0,
+    compute_bytes=0, footprint_bytes=0, total_bytes=0, free_bytes=1, fits=True,
+)  # fmt: skip
+
+
+def _report(verdict: FitVerdict, gpu_layers: int, *, gpu: bool = True) -> FitReport:
     return FitReport(
         verdict=verdict,
         engine=FitEngine.LLAMA_CPP,
@@ -261,7 +278,7 @@ def _report(verdict: FitVerdict, gpu_layers: int) -> FitReport:
         n_parallel=1,
         gpu_layers=gpu_layers,
         total_layers=33,
-        devices=[],
+        devices=[_GPU] if gpu else [],
         weights_bytes=1,
         kv_bytes=1,
         kv_bytes_per_token=1,
@@ -286,6 +303,11 @@ def test_fit_badges_say_the_verdict(
     badge = fit_badge(_report(verdict, layers))
     assert (badge.text, badge.tone) == (text, tone)
     assert badge.tooltip.startswith("In words.") and "• Use a q8_0 KV cache." in badge.tooltip
+
+
+def test_the_cpu_of_a_machine_without_a_gpu_is_no_warning() -> None:
+    badge = fit_badge(_report(FitVerdict.CPU_ONLY, 0, gpu=False))
+    assert (badge.text, badge.tone) == ("runs on CPU", Tone.NEUTRAL)
 
 
 def test_a_download_line_says_stalled_instead_of_an_eta() -> None:

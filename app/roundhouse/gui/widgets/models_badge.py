@@ -25,6 +25,7 @@ TONE_COLOURS: dict[Tone, tuple[str, str, str]] = {
     Tone.WARN: ("#fff3d6", "#e6c36a", "#6d4700"),
     Tone.BAD: ("#fdecea", "#e3a59f", "#8c1d18"),
     Tone.UNKNOWN: ("#eceff1", "#c5cbd0", "#4a5258"),
+    Tone.NEUTRAL: ("#f5f6f7", "#c5cbd0", "#2b2f33"),
 }
 
 

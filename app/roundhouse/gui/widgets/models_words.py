@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from roundhouse.api.downloads import AnyDownloadItem, DownloadItem, DownloadState
-from roundhouse.api.fit import DeviceFit, FitReport, FitVerdict
+from roundhouse.api.fit import DeviceFit, DeviceKind, FitReport, FitVerdict
 from roundhouse.api.hub import HubModelKind
 from roundhouse.base.units import format_bytes, format_duration
 
@@ -36,6 +36,8 @@ class Tone(StrEnum):
     WARN = "warn"
     BAD = "bad"
     UNKNOWN = "unknown"
+    # Right for this machine, nothing to act on: the CPU where there is no GPU.
+    NEUTRAL = "neutral"
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,11 @@ def kinds_in_words(kinds: list[HubModelKind]) -> str:
 
 
 def fit_badge(report: FitReport) -> Badge:
-    """Green on the GPU, yellow partly or on the CPU, red when it does not fit."""
+    """Green on the GPU, yellow partly or on the CPU of a machine with a GPU, neutral on the
+    CPU of one without (the best it has), red when it does not fit."""
     tooltip = fit_details(report)
+    if cpu_is_all_there_is(report):
+        return Badge("runs on CPU", Tone.NEUTRAL, tooltip)
     match report.verdict:
         case FitVerdict.FULL_GPU:
             return Badge("fits on GPU", Tone.GOOD, tooltip)
@@ -92,6 +97,13 @@ def fit_badge(report: FitReport) -> Badge:
             return Badge("CPU only", Tone.WARN, tooltip)
         case _:
             return Badge("does not fit", Tone.BAD, tooltip)
+
+
+def cpu_is_all_there_is(report: FitReport) -> bool:
+    """Runs on the CPU, and the machine has no GPU the engine could use: no warning."""
+    return report.verdict == FitVerdict.CPU_ONLY and not any(
+        device.kind == DeviceKind.GPU for device in report.devices
+    )
 
 
 def failed_badge(reason: str) -> Badge:

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QWidget
 
 from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.fit import DeviceKind, FitQuery, FitReport, FitVerdict, ModelFit
+from roundhouse.api.fit import FitQuery, ModelFit
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.models_calls import ModelsCalls
@@ -66,7 +66,7 @@ class StartFitLine(QLabel):
         self.setToolTip(badge.tooltip)
         # The CPU is the only place a model can run on a machine without a GPU: that is
         # no warning, so the line keeps the usual text colour.
-        neutral = _cpu_is_all_there_is(fit.report)
+        neutral = badge.tone == Tone.NEUTRAL
         self.setStyleSheet("" if neutral else f"color: {_COLOURS.get(badge.tone, '#666')};")
         self.neutral = neutral
         self.show()
@@ -79,10 +79,3 @@ class StartFitLine(QLabel):
         self.setToolTip("")
         self.setStyleSheet(f"color: {_COLOURS[Tone.UNKNOWN]};")
         self.show()
-
-
-def _cpu_is_all_there_is(report: FitReport) -> bool:
-    """Runs on the CPU, and the machine has no GPU the engine could use."""
-    return report.verdict == FitVerdict.CPU_ONLY and not any(
-        device.kind == DeviceKind.GPU for device in report.devices
-    )
