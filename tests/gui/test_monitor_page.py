@@ -26,7 +26,7 @@ from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.monitor_page import MonitorPage
 from roundhouse.gui.widgets.chart_card import ChartCard
 from roundhouse.gui.widgets.monitor_buffer import MetricsBuffer, label_of
-from roundhouse.gui.widgets.monitor_charts import NO_VRAM, MonitorCharts, curve_data
+from roundhouse.gui.widgets.monitor_charts import NO_GPU_VRAM, NO_VRAM, MonitorCharts, curve_data
 from roundhouse.gui.widgets.monitor_flags import LEVEL_COLOURS, Level, MonitorFlags
 from roundhouse.gui.widgets.sample_buffer import SampleBuffer
 from tests.daemon_process import DaemonProcess, start_ready
@@ -282,4 +282,10 @@ def test_vram_is_stacked_by_instance_or_noted_when_unmeasured(qapp: QApplication
     charts.paint(unmeasured, SampleBuffer())
     assert charts.vram_chart.stack.currentWidget() is charts.vram_chart.empty_label
     assert charts.vram_chart.empty_label.text() == NO_VRAM
+
+    # The inventory says there is no GPU: a VRAM figure an engine reports means nothing.
+    charts.set_gpus([])
+    charts.paint(buffer, SampleBuffer())
+    assert charts.vram_chart.stack.currentWidget() is charts.vram_chart.empty_label
+    assert charts.vram_chart.empty_label.text() == NO_GPU_VRAM
     charts.deleteLater()

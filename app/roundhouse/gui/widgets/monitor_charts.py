@@ -30,6 +30,7 @@ NO_VRAM = (
     "(the Hardware page shows each GPU's total)."
 )
 NO_GPU = "No GPU was seen on this machine, so there is no utilization to chart."
+NO_GPU_VRAM = "No GPU was seen on this machine: every instance runs in RAM (the RAM chart)."
 
 
 def _joined(unit: Callable[[float], str]) -> Callable[[Sequence[float | None]], str]:
@@ -87,6 +88,7 @@ class MonitorCharts(QWidget):
         self._instances: list[str] = []
         self._labels: list[str] = []
         self._gpu_indexes: list[int] = []
+        self._gpus_known = False  # the hardware inventory has answered
         # "" until the first paint, then "none" (no reading: a note) or "data".
         self._vram_mode = ""
         for chart in (*self.instance_charts, self.vram_chart):
@@ -103,6 +105,7 @@ class MonitorCharts(QWidget):
         if indexes == self._gpu_indexes and indexes:
             return
         self._gpu_indexes = indexes
+        self._gpus_known = True
         if not indexes:
             self.gpu_chart.show_message(NO_GPU)
             return
@@ -157,6 +160,13 @@ class MonitorCharts(QWidget):
         t: np.ndarray,
         span: tuple[float, float],
     ) -> None:
+        if self._gpus_known and not self._gpu_indexes:
+            # An engine may still report a VRAM figure (Ollama's size_vram says 0): without
+            # a GPU it means nothing, and an empty chart of zeros reads like a fault.
+            if self._vram_mode != "no gpu":
+                self._vram_mode = "no gpu"
+                self.vram_chart.show_message(NO_GPU_VRAM)
+            return
         vram = [metrics.column(i, "vram_bytes") / GIB for i in instances]
         if not any(np.isfinite(v).any() for v in vram):
             if self._vram_mode != "none":
