@@ -135,6 +135,8 @@ def test_the_dialog_shows_what_the_engine_runs_and_the_row_follows_the_start(
         await wait_until(lambda: status() == "running", READY_S, "running")
         assert seen[0] in ("starting…", "loading…"), seen
         assert cell.chat_button.isEnabled() and cell.stop_button.text() == "Stop"
+        # The message line follows the start to its end, not "Starting…" for ever.
+        await wait_until(lambda: "is running" in library.message_label.text(), 10, "the words")
 
         # "Open the chat when it is ready": the Chat page, on this model.
         await wait_until(

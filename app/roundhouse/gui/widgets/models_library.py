@@ -354,6 +354,7 @@ class LibraryView(QWidget):
             self._say(f"Starting {name}: the chat opens when it is ready.")
         else:
             self._say(f"Starting {name}: its row says when it is ready.")
+        self.running.announce(info, name)
         self.started.emit(info)
         self._show_rows()
 

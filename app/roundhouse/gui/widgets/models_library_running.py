@@ -103,6 +103,8 @@ class LibraryRunning(QObject):
         self._stopping: set[str] = set()
         # Instance ids whose model's chat opens once they serve (the start dialog's box).
         self._chat_when_ready: dict[str, str] = {}
+        # Instance ids started here, by the model's name: the message line says how they end.
+        self._announce: dict[str, str] = {}
 
     def status_of(self, model: LibraryModel) -> str:
         """The row's Status text: '' when nothing runs the model."""
@@ -112,10 +114,14 @@ class LibraryRunning(QObject):
     def open_chat_when_ready(self, info: InstanceInfo, model: LibraryModel | None) -> None:
         self._chat_when_ready[info.id] = chat_name(model) if model else (info.model or "")
 
+    def announce(self, info: InstanceInfo, name: str) -> None:
+        """Say on the message line when the start of `info` has ended: running or failed."""
+        self._announce[info.id] = name
+
     @property
     def following(self) -> bool:
-        """Whether a start is followed to open its chat (the instances must be polled)."""
-        return bool(self._chat_when_ready)
+        """Whether a start is followed (the instances must be polled)."""
+        return bool(self._chat_when_ready or self._announce)
 
     def update(self, models: list[LibraryModel]) -> None:
         """Each listed model's cell: the buttons where an instance runs it, none elsewhere."""
@@ -140,6 +146,7 @@ class LibraryRunning(QObject):
             else:
                 cell.deleteLater()
         self._view.resizeColumnToContents(self._column)
+        self._announce_ended(instances)
         self._open_ready_chats(instances)
 
     def _cell(self, model: LibraryModel) -> RowActions:
@@ -179,6 +186,20 @@ class LibraryRunning(QObject):
     def _on_stop_failed(self, instance_id: str, name: str, failure: Failure) -> None:
         self._stopping.discard(instance_id)
         self.said.emit(f"{name} was not stopped: {failure}")
+
+    def _announce_ended(self, instances: list[InstanceInfo]) -> None:
+        by_id = {info.id: info for info in instances}
+        for instance_id, name in list(self._announce.items()):
+            info = by_id.get(instance_id)
+            if info is None or info.status == InstanceStatus.STOPPING:
+                del self._announce[instance_id]
+            elif info.status == InstanceStatus.READY:
+                del self._announce[instance_id]
+                self.said.emit(f"{name} is running: Chat in its row talks to it.")
+            elif info.status == InstanceStatus.FAILED:
+                del self._announce[instance_id]
+                why = f": {info.error}" if info.error else ""
+                self.said.emit(f"{name} did not start{why}")
 
     def _open_ready_chats(self, instances: list[InstanceInfo]) -> None:
         for info in instances:
