@@ -449,7 +449,7 @@ async def take_library_start(page: ModelsPage, grab: Grab) -> None:
             raise RuntimeError(f"{model.name} failed to start")
         return status == "running"
 
-    await wait_until(running, 60, "the model running")
+    await wait_until(running, 120, "the model running")
     await asyncio.sleep(0.8)
     grab("models-library-running.png")
     library.running.cells[model.id].stop_button.click()

@@ -108,6 +108,10 @@ def test_the_dialog_shows_what_the_engine_runs_and_the_row_follows_the_start(
         # Each stays editable: a change is the user's, and the next fill leaves it.
         dialog.threads.setValue(threads + 1)
         assert "threads" in dialog.params.user_fields
+        # The words then say that field is not the machine's choice any more.
+        said = dialog.defaults_label.text()
+        assert said.startswith("Chosen for this machine:"), said
+        assert "The threads shown are set here or by the preset instead." in said
         dialog.threads.setValue(threads)
         assert dialog.open_chat_check.isVisible() and dialog.open_chat_check.isChecked()
 

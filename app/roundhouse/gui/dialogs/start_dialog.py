@@ -35,6 +35,15 @@ from roundhouse.gui.widgets.start_presets import StartPresets
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
 
+# The fields the machine's values fill in, and their names in words.
+FILLED_FIELDS = (
+    ("ctx_size", "context"),
+    ("parallel", "slots"),
+    ("n_gpu_layers", "GPU layers"),
+    ("threads", "threads"),
+)
+
+
 class StartDialog(QDialog):
     """Shows only the parameters of the chosen engine; the daemon's refusals stay in view."""
 
@@ -229,6 +238,7 @@ class StartDialog(QDialog):
             self.params.forget_filled()
         if not found:
             self.fit_line.update_for(self.engine(), self.options())
+        self._say_defaults()
         return not found
 
     @property
@@ -297,7 +307,20 @@ class StartDialog(QDialog):
 
     def _on_defaults_ready(self, values: StartValues) -> None:
         self.params.fill_in(values)
-        self.defaults_label.setText(values.words)
+        self._say_defaults()
+
+    def _say_defaults(self) -> None:
+        """What was filled in, and which of those fields hold a value set here or by a
+        preset instead (the words must not claim a value the field does not show)."""
+        values = self.defaults.values
+        if values is None:
+            return
+        kept = [label for field, label in FILLED_FIELDS if field in self.params.user_fields]
+        text = values.words
+        if kept:
+            text = text.replace("Filled in for this machine:", "Chosen for this machine:", 1)
+            text = f"{text} The {', '.join(kept)} shown are set here or by the preset instead."
+        self.defaults_label.setText(text)
         self.defaults_label.show()
 
     def _on_defaults_unknown(self, reason: str) -> None:
