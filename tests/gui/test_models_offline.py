@@ -70,7 +70,8 @@ def test_search_without_a_connection_says_so_at_once(
             assert "Import a model file or add a models folder instead" in text
             assert "Errno" not in text and "within" not in text
             # The notice style, not the grey hint line.
-            assert search.notice.objectName() == "notice" and search.notice.property("problem")
+            assert search.notice.objectName() == "notice"
+            assert search.notice.property("tone") == "problem"
             assert search.status_label.text() == ""
             assert search.import_button.isVisible() and search.folder_button.isVisible()
 

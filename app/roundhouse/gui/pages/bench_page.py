@@ -33,7 +33,6 @@ from roundhouse.api.gateway import GatewayModelList
 from roundhouse.gui.call import Failure
 from roundhouse.gui.connection_state import ConnectionState
 from roundhouse.gui.daemon_bridge import DaemonBridge
-from roundhouse.gui.widgets.banner import Banner
 from roundhouse.gui.widgets.bench_ab import AbPanel
 from roundhouse.gui.widgets.bench_calls import BenchCalls
 from roundhouse.gui.widgets.bench_chart import BenchChart
@@ -41,13 +40,10 @@ from roundhouse.gui.widgets.bench_form import BenchForm
 from roundhouse.gui.widgets.bench_results import BenchResults
 from roundhouse.gui.widgets.bench_table import BenchTable, run_title
 from roundhouse.gui.widgets.confirm import ask_to_confirm
+from roundhouse.gui.widgets.notice import Notice
 
 # Progress is asked for at this pace (the UI repaints at 2-4 Hz, never faster).
 POLL_MS = 250
-# The failures banner: a warning's colours, readable in light and dark themes.
-FAILURE_STYLE = (
-    "QFrame#banner { background: #fff3cd; border: 1px solid #d39e00; } QLabel { color: #5c3d00; }"
-)
 _FILTERS = {
     ExportFormat.JSON: "JSON (*.json)",
     ExportFormat.CSV: "CSV (*.csv)",
@@ -98,8 +94,7 @@ class BenchPage(QWidget):
         self.tabs.addTab(self.table, "Table")
         self.tabs.addTab(self.chart, "Chart")
         # Above the result: any failure, grouped by reason, with what to change.
-        self.failures = Banner()
-        self.failures.setStyleSheet(FAILURE_STYLE)
+        self.failures = Notice(tone="warning")
         shown = QWidget()
         shown_layout = QVBoxLayout(shown)
         shown_layout.setContentsMargins(0, 0, 0, 0)
@@ -289,14 +284,14 @@ class BenchPage(QWidget):
             return
         if len(self.shown) == 1:
             lines = failure_lines(with_failures[0])
-            self.failures.show_notice(lines[0], lines[1:])
+            self.failures.show_lines(lines[0], lines[1:])
             return
         lines = []
         for result in with_failures:
             said = failure_lines(result)
             lines.append(f"{run_title(result)}: {said[0]}")
             lines.extend(f"    {line}" for line in said[1:])
-        self.failures.show_notice(
+        self.failures.show_lines(
             f"{len(with_failures)} of the {len(self.shown)} runs had failed requests.", lines
         )
 

@@ -1,5 +1,4 @@
-"""A strip above a page that says what went wrong: the daemon cannot be reached (with Retry
-and Start), or another problem in words (no buttons)."""
+"""A strip above the pages that says the daemon cannot be reached, with Retry and Start."""
 
 from __future__ import annotations
 
@@ -37,7 +36,6 @@ class Banner(QFrame):
     def show_problem(self, message: str) -> None:
         self.setProperty("busy", False)
         self._restyle()
-        self._set_buttons_visible(True)
         self.message_label.setText(
             f"<b>Not connected to the Roundhouse daemon.</b> {_escape(message)}<br>"
             "Retrying in the background; you can also retry now or start the daemon."
@@ -48,27 +46,9 @@ class Banner(QFrame):
     def show_busy(self, message: str) -> None:
         self.setProperty("busy", True)
         self._restyle()
-        self._set_buttons_visible(True)
         self.message_label.setText(_escape(message))
         self._set_buttons_enabled(False)
         self.show()
-
-    def show_notice(self, heading: str, lines: list[str]) -> None:
-        """A problem that is not the connection's: a bold heading, then a line each."""
-        self.setProperty("busy", False)
-        self._restyle()
-        body = "".join(f"<br>{_escape(line)}" for line in lines)
-        self.message_label.setText(f"<b>{_escape(heading)}</b>{body}")
-        self._set_buttons_visible(False)
-        self.show()
-
-    def text(self) -> str:
-        """What the banner says, as plain text."""
-        return self.message_label.text()
-
-    def _set_buttons_visible(self, visible: bool) -> None:
-        self.retry_button.setVisible(visible)
-        self.start_button.setVisible(visible)
 
     def _set_buttons_enabled(self, enabled: bool) -> None:
         self.retry_button.setEnabled(enabled)

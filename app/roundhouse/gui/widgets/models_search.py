@@ -129,7 +129,7 @@ class ModelSearchView(QWidget):
         self.status_label.setWordWrap(True)
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # A failed search, above the results: offline, what to do instead.
-        self.notice = Notice(problem=True)
+        self.notice = Notice(tone="problem")
         self.import_button = self.notice.add_action(
             "Import a model file…", self.import_requested.emit
         )
