@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QMessageBox, QTableView
 from pytestqt.qtbot import QtBot
 
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions, LaunchStyle
+from roundhouse.api.hardware import GpuInfo, GpuVendor
 from roundhouse.api.instances import (
     ExitInfo,
     InstanceInfo,
@@ -33,6 +34,7 @@ from roundhouse.gui.widgets.instances_model import (
     status_in_words,
 )
 from roundhouse.gui.widgets.instances_section import InstancesSection
+from roundhouse.gui.widgets.start_engine_defaults import ollama_default_context
 from tests.gui.conftest import wait_until
 
 NOW = 1_800_000_000.0
@@ -120,6 +122,7 @@ def test_the_form_offers_what_each_engine_takes(
     dialog = StartDialog(bridge, ALL_ENGINES, EngineId.VLLM)
     qtbot.addWidget(dialog)
     assert dialog.engine() == EngineId.VLLM
+    assert dialog.ctx_size.specialValueText() == "the model's own (its config's context length)"
     for name in ("tensor_parallel", "pipeline_parallel", "gpu_memory_utilization"):
         assert dialog.field_visible(name), name
     for name in ("n_gpu_layers", "threads", "flash_attn", "draft_model", "memory_report"):
@@ -156,6 +159,10 @@ def test_the_form_offers_what_each_engine_takes(
     assert "needs a draft model" in dialog.problem_label.text()
 
     dialog.engine_combo.setCurrentIndex(dialog.engine_combo.findData("ollama"))
+    # An empty field says what Ollama does with it here, not "engine default".
+    ollama_ctx = ollama_default_context(bridge.inventory.gpus if bridge.inventory else [])
+    assert dialog.ctx_size.specialValueText().startswith(f"Ollama's: up to {ollama_ctx:,}")
+    assert dialog.parallel.specialValueText() == "Ollama's: 1 at a time"
     dialog.model_edit.clear()
     assert dialog.start_button.isEnabled(), "Ollama serves every pulled model: none needed"
     assert not dialog.browse_button.isVisible()
@@ -292,3 +299,23 @@ def test_the_log_view_reads_a_restarted_engine_from_its_first_line(
     assert dialog.lines()[-2:] == ["new one", "new two"] and dialog._since == 2
     answer(2, [], 2)
     assert dialog.restarts_seen == 1, "the same generation is no restart"
+
+
+@pytest.mark.parametrize(
+    ("vram_gib", "context"), [(0, 4_096), (16, 4_096), (24, 32_768), (2 * 24, 262_144)]
+)
+def test_ollamas_default_context_follows_its_vram_tiers(vram_gib: int, context: int) -> None:
+    gpus = (
+        [
+            GpuInfo(
+                index=0,
+                vendor=GpuVendor.NVIDIA,
+                name="g",
+                source="nvml",
+                memory_total_bytes=vram_gib << 30,
+            )
+        ]
+        if vram_gib
+        else []
+    )
+    assert ollama_default_context(gpus) == context

@@ -334,6 +334,8 @@ class StartDialog(QDialog):
         engine = self.engine()
         fields = self._takes.get(engine, frozenset()) if engine else frozenset()
         self.params.offer(engine, fields)
+        inventory = self._bridge.inventory
+        self.params.say_engine_defaults(engine, inventory.gpus if inventory is not None else [])
         hint = MODEL_HINTS.get(engine, "") if engine else ""
         self.model_edit.setPlaceholderText(hint[:1].upper() + hint[1:])
         self.browse_button.setVisible(engine != EngineId.OLLAMA)

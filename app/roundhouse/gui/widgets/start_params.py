@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt
@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions
+from roundhouse.api.hardware import GpuInfo
+from roundhouse.gui.widgets.start_engine_defaults import default_words
 
 if TYPE_CHECKING:
     from roundhouse.gui.widgets.start_defaults import StartValues
@@ -364,6 +366,12 @@ class StartParams(QObject):
         widget = self._fields[name]
         form = self._advanced if name in ADVANCED_FIELDS else self._params
         return form.isRowVisible(widget)
+
+    def say_engine_defaults(self, engine: EngineId | None, gpus: Sequence[GpuInfo]) -> None:
+        """What `engine` does with the context and slots left empty, in their empty text."""
+        words = default_words(engine, gpus)
+        self.ctx_size.setSpecialValueText(words["ctx_size"])
+        self.parallel.setSpecialValueText(words["parallel"])
 
     def offer(self, engine: EngineId | None, fields: frozenset[str]) -> None:
         """Show the rows of `fields` alone, and the KV cache types that `engine` knows."""
