@@ -91,3 +91,11 @@ class MetricsHistory(_Frozen):
     resolution_s: float = Field(description="1 for windows within the hour, else 60")
     window_s: float
     series: list[InstanceSeries]
+
+
+# The two rates the Monitor and `roundhouse monitor` show, told apart in one sentence.
+RATES_CAPTION = (
+    "Gateway tok/s is what clients received in the last second, all requests together, "
+    "pauses included; Engine tok/s is one reply's speed while the engine generates it. "
+    "Short replies and idle time make the first lower."
+)

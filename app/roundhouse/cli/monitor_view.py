@@ -6,7 +6,7 @@ import re
 
 from rich.table import Table
 
-from roundhouse.api.metrics import InstanceMetrics, MetricsSnapshot
+from roundhouse.api.metrics import RATES_CAPTION, InstanceMetrics, MetricsSnapshot
 from roundhouse.base.units import format_bytes
 
 _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -38,18 +38,32 @@ def engine_rates(point: InstanceMetrics) -> str:
 def monitor_view(snapshot: MetricsSnapshot) -> Table | str:
     if not snapshot.instances:
         return "No instances are running. Start one with `roundhouse engines start`."
-    table = Table(title="Instances, live", title_justify="left")
-    columns = ("instance", "engine", "out tok/s", "in tok/s", "engine tok/s out/in")
+    table = Table(
+        title="Instances, live",
+        title_justify="left",
+        caption=RATES_CAPTION,
+        caption_justify="left",
+    )
+    columns = ("instance", "engine", "gateway tok/s out", "in", "engine tok/s out/in")
     for column in (*columns, "run/queue", "TTFT", "ITL"):
         table.add_column(column, justify="right" if column != "instance" else "left")
-    for column in ("CPU", "RSS", "VRAM", "KV", "bandwidth", "flags"):
-        table.add_column(column, justify="right" if column != "flags" else "left")
-    for p in snapshot.instances:
+    # The GPU's columns only where some instance has a GPU figure (none without a GPU).
+    points = snapshot.instances
+    gpu = any(p.vram_bytes is not None or p.bandwidth_use is not None for p in points)
+    for column in ("CPU", "RSS", *(("VRAM",) if gpu else ()), "KV"):
+        table.add_column(column, justify="right")
+    if gpu:
+        table.add_column("bandwidth", justify="right")
+    table.add_column("flags", justify="left")
+    for p in points:
         flags = []
         if p.cpu_fallback:
             flags.append(f"[red]CPU fallback: {p.cpu_fallback}[/]")
         if p.bandwidth_low:
             flags.append("[yellow]low bandwidth use[/]")
+        vram = format_bytes(p.vram_bytes) if p.vram_bytes is not None else "-"
+        kv = _num(p.kv_usage * 100 if p.kv_usage is not None else None, "%", 0)
+        bandwidth = _num(p.bandwidth_use * 100 if p.bandwidth_use is not None else None, "%", 0)
         table.add_row(
             p.instance,
             p.engine,
@@ -61,9 +75,9 @@ def monitor_view(snapshot: MetricsSnapshot) -> Table | str:
             _num(p.itl_ms, " ms", 1),
             _num(p.cpu_percent, "%", 0),
             format_bytes(p.rss_bytes),
-            format_bytes(p.vram_bytes) if p.vram_bytes is not None else "-",
-            _num(p.kv_usage * 100 if p.kv_usage is not None else None, "%", 0),
-            _num(p.bandwidth_use * 100 if p.bandwidth_use is not None else None, "%", 0),
+            *((vram,) if gpu else ()),
+            kv,
+            *((bandwidth,) if gpu else ()),
             " ".join(flags),
         )
     return table

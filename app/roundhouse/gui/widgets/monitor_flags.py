@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.metrics import InstanceMetrics
+from roundhouse.api.metrics import RATES_CAPTION, InstanceMetrics
 from roundhouse.gui.widgets.monitor_buffer import label_of
 
 # The daemon flags bandwidth use below this share (core.metrics.flags.LOW_BANDWIDTH_USE).
@@ -40,11 +40,6 @@ HEADER_TIPS = (
     "One reply's generation speed as the engine measured it, once the prompt is read "
     "(median of recent requests): the model's own speed, without the prompt, the network "
     "or idle time.",
-)
-RATES_CAPTION = (
-    "Gateway tok/s is what clients received in the last second, all requests together, "
-    "pauses included; Engine tok/s is one reply's speed while the engine generates it. "
-    "Short replies and idle time make the first lower."
 )
 
 
