@@ -184,4 +184,7 @@ def test_offline_with_nothing_downloaded_says_how_to_go_on(
     done = setup(home_root, env, "--yes", "--offline")
     assert done.returncode == 1, done.stdout
     assert "not on this machine (needs the Hub)" in done.stdout
-    assert "Connect to the internet" in done.stderr
+    # Each way on: a file, a folder, or the starters once connected.
+    said = done.stderr
+    assert "Import a model file" in said and "add a folder of models" in said, said
+    assert "connect to the internet" in said, said

@@ -147,8 +147,12 @@ async def shutdown(ui: Ui) -> None:
     if ui.quick_chat is not None:
         ui.quick_chat.close()
     # Closed, not hidden: the window keeps its place for the next launch; quitting, it does
-    # not hide to the tray (however the loop ended).
+    # not hide to the tray (however the loop ended). Closing the last window must not also
+    # end the loop this runs on (without a tray Qt quits then): the app is leaving anyway.
     ui.quitter.quitting = True
+    app = QApplication.instance()
+    if isinstance(app, QApplication):
+        app.setQuitOnLastWindowClosed(False)
     ui.window.close()
     if ui.quitter.stop_daemon_on_exit and ui.bridge.state == ConnectionState.CONNECTED:
         problem = await ui.bridge.stop_daemon()
