@@ -189,7 +189,12 @@ async def take(
         windows = app.topLevelWidgets()
         masked = mask_secrets(windows)
         try:
-            app.processEvents()  # the masks painted before the screen is read
+            # The masks painted before the screen is read: repaint() paints at once, where
+            # processEvents() here, inside the step's task, would let qasync step another
+            # task (the bridge's instance poller) and kill it ("Cannot enter into task").
+            for window in windows:
+                if window.isVisible():
+                    window.repaint()
             if leaks := shown_secrets(windows):
                 raise RuntimeError(f"a key would show in {name}: {leaks}")
             geometry = (widget or ui.window).frameGeometry()
