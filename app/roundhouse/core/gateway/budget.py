@@ -45,7 +45,7 @@ from typing import Any
 
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.budget_engines import ENGINES, Asker, EngineRefused, Refusal
-from roundhouse.core.gateway.errors import ContextTooLong
+from roundhouse.core.gateway.errors import ContextTooLong, message_of
 from roundhouse.core.gateway.fields import CHAT, COMPLETIONS
 from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, Upstream
 
@@ -114,38 +114,39 @@ def refusal(
     engine = ENGINES[info.engine]
     change = engine.setting(info)
     how = engine.how(info)
-    if prompt_tokens is None:
+
+    def too_long(message: str, param: str) -> ContextTooLong:
         return ContextTooLong(
-            f"The prompt is longer than the {context} tokens of context {instance} gives each "
-            f"request{how}: the engine refused it. Shorten the prompt, or give the model more "
-            f"context: {change}.",
-            prompt_tokens=None,
-            max_tokens=ask.max_tokens,
-            context=context,
-            param=ask.prompt_param,
-        )
-    if prompt_tokens > context:
-        return ContextTooLong(
-            f"The prompt is {prompt_tokens} tokens, more than the {context} tokens of context "
-            f"{instance} gives each request{how}. Shorten the prompt, or give the model "
-            f"more context: {change}.",
+            message,
             prompt_tokens=prompt_tokens,
             max_tokens=ask.max_tokens,
             context=context,
-            param=ask.prompt_param,
+            param=param,
+        )
+
+    if prompt_tokens is None:
+        return too_long(
+            f"The prompt is longer than the {context} tokens of context {instance} gives each "
+            f"request{how}: the engine refused it. Shorten the prompt, or give the model more "
+            f"context: {change}.",
+            ask.prompt_param,
+        )
+    if prompt_tokens > context:
+        return too_long(
+            f"The prompt is {prompt_tokens} tokens, more than the {context} tokens of context "
+            f"{instance} gives each request{how}. Shorten the prompt, or give the model "
+            f"more context: {change}.",
+            ask.prompt_param,
         )
     if ask.max_tokens is not None and prompt_tokens + ask.max_tokens > context:
         room = context - prompt_tokens
-        return ContextTooLong(
+        return too_long(
             f"This request needs {prompt_tokens} prompt tokens plus {ask.max_tokens_param} "
             f"{ask.max_tokens}, {prompt_tokens + ask.max_tokens} tokens in all, but {instance} "
             f"gives each request {context} tokens of context{how}. Set "
             f"{ask.max_tokens_param} to at most {room}, shorten the prompt, or give the model "
             f"more context: {change}.",
-            prompt_tokens=prompt_tokens,
-            max_tokens=ask.max_tokens,
-            context=context,
-            param=ask.max_tokens_param,
+            ask.max_tokens_param,
         )
     return None
 
@@ -278,15 +279,9 @@ class ContextBudget:
 
 
 def _engine_refusal(read: Callable[[str], Refusal | None], reply: bytes) -> Refusal | None:
-    """The engine's error reply, read by `read` as a refusal over its context. The message
-    is where each engine puts it: OpenAI's `error.message`, or Ollama's `error`."""
+    """The engine's error reply, read by `read` as a refusal over its context."""
     try:
         body = json.loads(reply)
     except ValueError:
         return None
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        error = error.get("message")
-    if not isinstance(error, str) and isinstance(body, dict):
-        error = body.get("message")  # SGLang's older shape: {"object": "error", "message"}
-    return read(error) if isinstance(error, str) else None
+    return read(message_of(body))

@@ -100,9 +100,16 @@ def _positive(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _number(pattern: re.Pattern[str], message: str, group: str) -> int | None:
+def _refusal_in(pattern: re.Pattern[str], message: str) -> Refusal | None:
+    """The refusal `pattern` finds in `message`: its count of the prompt alone (`alone`),
+    else of the prompt (`prompt`) and the reply asked for (`reply`), where it names them."""
     found = pattern.search(message)
-    return int(found.group(group)) if found is not None and found.group(group) else None
+    if found is None:
+        return None
+    said = {k: int(v) for k, v in found.groupdict().items() if v is not None}
+    if "alone" in said:
+        return Refusal(said["alone"])
+    return Refusal(said.get("prompt"), said.get("reply"))
 
 
 # llama-server's refusal (server_context, exceed_context_size_error), also what Ollama relays
@@ -159,9 +166,7 @@ class LlamaServer:
         return len(tokens) if isinstance(tokens, list) else None
 
     def refused(self, message: str) -> Refusal | None:
-        if _LLAMA_REFUSAL.search(message) is None:
-            return None
-        return Refusal(_number(_LLAMA_REFUSAL, message, "prompt"))
+        return _refusal_in(_LLAMA_REFUSAL, message)
 
     def how(self, info: InstanceInfo) -> str:
         options = info.options
@@ -245,14 +250,7 @@ class Vllm(_OpenAIServer):
     counts it, or counts a completion's prompt, as its chat and completions do."""
 
     def refused(self, message: str) -> Refusal | None:
-        if _VLLM_REFUSAL.search(message) is None:
-            return None
-        alone = _number(_VLLM_REFUSAL, message, "alone")
-        if alone is not None:
-            return Refusal(alone)
-        return Refusal(
-            _number(_VLLM_REFUSAL, message, "prompt"), _number(_VLLM_REFUSAL, message, "reply")
-        )
+        return _refusal_in(_VLLM_REFUSAL, message)
 
     async def count(
         self, info: InstanceInfo, api: str, body: dict[str, Any], ask: Asker
@@ -291,15 +289,7 @@ class Sglang(_OpenAIServer):
     flag = "--context-length"
 
     def refused(self, message: str) -> Refusal | None:
-        if _SGLANG_REFUSAL.search(message) is None:
-            return None
-        alone = _number(_SGLANG_REFUSAL, message, "alone")
-        if alone is not None:
-            return Refusal(alone)
-        return Refusal(
-            _number(_SGLANG_REFUSAL, message, "prompt"),
-            _number(_SGLANG_REFUSAL, message, "reply"),
-        )
+        return _refusal_in(_SGLANG_REFUSAL, message)
 
     async def context(self, info: InstanceInfo, model: str, ask: Asker) -> int | None:
         # SGLang refuses a request whose prompt plus max_tokens reaches its context length
@@ -389,7 +379,8 @@ class Ollama:
     def refused(self, message: str) -> Refusal | None:
         if _OLLAMA_REFUSAL.search(message) is None:
             return None
-        return Refusal(_number(_LLAMA_REFUSAL, message, "prompt"))
+        # Its llama-server's words name the count; its runners' do not.
+        return _refusal_in(_LLAMA_REFUSAL, message) or Refusal(None)
 
     def how(self, info: InstanceInfo) -> str:
         options = info.options

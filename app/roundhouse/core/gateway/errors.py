@@ -1,6 +1,9 @@
-"""Requests the gateway answers itself, each in OpenAI's error shape with its own status."""
+"""Requests the gateway answers itself, each in OpenAI's error shape with its own status; and
+the words of an engine's own error, which the surfaces and the context budget read."""
 
 from __future__ import annotations
+
+import json
 
 
 class GatewayError(Exception):
@@ -91,3 +94,19 @@ class ContextTooLong(BadRequest):
         self.max_tokens = max_tokens
         self.context = context
         self.param = param
+
+
+def message_of(error: object) -> str:
+    """The words of an engine's error, whatever its shape."""
+    if isinstance(error, dict):
+        inner = error.get("error", error)
+        if isinstance(inner, dict):
+            inner = inner.get("message", inner)
+        if isinstance(inner, str):
+            return inner
+        detail = error.get("detail") or error.get("message")
+        if isinstance(detail, str):
+            return detail
+    if isinstance(error, str) and error:
+        return error
+    return json.dumps(error) if error else "The engine failed without saying why."

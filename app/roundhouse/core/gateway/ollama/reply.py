@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from roundhouse.core.gateway.chat_stream import reasoning_of
-from roundhouse.core.gateway.errors import GatewayError
+from roundhouse.core.gateway.errors import GatewayError, message_of
 
 log = logging.getLogger(__name__)
 
@@ -31,22 +31,6 @@ def error_json(message: str) -> dict[str, Any]:
 
 def gateway_error(exc: GatewayError) -> dict[str, Any]:
     return error_json(exc.message)
-
-
-def message_of(error: object) -> str:
-    """The words of an engine's error, whatever its shape."""
-    if isinstance(error, dict):
-        inner = error.get("error", error)
-        if isinstance(inner, dict):
-            inner = inner.get("message", inner)
-        if isinstance(inner, str):
-            return inner
-        detail = error.get("detail") or error.get("message")
-        if isinstance(detail, str):
-            return detail
-    if isinstance(error, str) and error:
-        return error
-    return json.dumps(error) if error else "The engine failed without saying why."
 
 
 def engine_error(status: int, raw: bytes) -> bytes:

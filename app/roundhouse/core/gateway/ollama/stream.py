@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from roundhouse.core.gateway.chat_stream import ToolCalls, chat_chunks, first_choice, reasoning_of
+from roundhouse.core.gateway.errors import message_of
 from roundhouse.core.gateway.ollama.reply import (
     Clock,
     created_at,
     done_reason,
     error_json,
-    message_of,
     ollama_tool_call,
     stats,
 )
