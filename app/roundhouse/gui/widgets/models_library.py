@@ -349,12 +349,12 @@ class LibraryView(QWidget):
     def _on_start_dialog_started(self, info: InstanceInfo) -> None:
         model, dialog = self._starting, self.start_dialog
         name = model.name if model else info.model or "the model"
-        if dialog is not None and dialog.open_chat_when_ready:
-            self.running.open_chat_when_ready(info, model)
+        open_chat = dialog is not None and dialog.open_chat_when_ready
+        if open_chat:
             self._say(f"Starting {name}: the chat opens when it is ready.")
         else:
             self._say(f"Starting {name}: its row says when it is ready.")
-        self.running.announce(info, name)
+        self.running.follow(info, model, name, open_chat=open_chat)
         self.started.emit(info)
         self._show_rows()
 

@@ -101,27 +101,28 @@ class LibraryRunning(QObject):
         self._column = column
         self.cells: dict[str, RowActions] = {}
         self._stopping: set[str] = set()
-        # Instance ids whose model's chat opens once they serve (the start dialog's box).
-        self._chat_when_ready: dict[str, str] = {}
-        # Instance ids started here, by the model's name: the message line says how they end.
-        self._announce: dict[str, str] = {}
+        # Starts made here, by instance id: the model's name for the message line, which says
+        # how the start ended, and the name to chat with once it serves (the start dialog's
+        # box), None to open no chat.
+        self._followed: dict[str, tuple[str, str | None]] = {}
 
     def status_of(self, model: LibraryModel) -> str:
         """The row's Status text: '' when nothing runs the model."""
         info = instance_of(model, self._bridge.instances or [])
         return STATUS_WORDS.get(info.status, info.status.value) if info is not None else ""
 
-    def open_chat_when_ready(self, info: InstanceInfo, model: LibraryModel | None) -> None:
-        self._chat_when_ready[info.id] = chat_name(model) if model else (info.model or "")
-
-    def announce(self, info: InstanceInfo, name: str) -> None:
-        """Say on the message line when the start of `info` has ended: running or failed."""
-        self._announce[info.id] = name
+    def follow(
+        self, info: InstanceInfo, model: LibraryModel | None, name: str, *, open_chat: bool
+    ) -> None:
+        """Follow the start of `info` to its end: say it is running (or why it did not
+        start) and, with `open_chat`, open the chat with its model once it serves."""
+        chat = (chat_name(model) if model else (info.model or "")) if open_chat else None
+        self._followed[info.id] = (name, chat)
 
     @property
     def following(self) -> bool:
         """Whether a start is followed (the instances must be polled)."""
-        return bool(self._chat_when_ready or self._announce)
+        return bool(self._followed)
 
     def update(self, models: list[LibraryModel]) -> None:
         """Each listed model's cell: the buttons where an instance runs it, none elsewhere."""
@@ -146,8 +147,7 @@ class LibraryRunning(QObject):
             else:
                 cell.deleteLater()
         self._view.resizeColumnToContents(self._column)
-        self._announce_ended(instances)
-        self._open_ready_chats(instances)
+        self._follow_starts(instances)
 
     def _cell(self, model: LibraryModel) -> RowActions:
         cell = RowActions()
@@ -173,7 +173,7 @@ class LibraryRunning(QObject):
         if model is None or info is None:
             return
         self._stopping.add(info.id)
-        self._chat_when_ready.pop(info.id, None)
+        self._followed.pop(info.id, None)
         self.said.emit(f"Stopping {model.name}…")
         call = self._bridge.stop_instance(info.id)
         call.succeeded.connect(lambda _: self.said.emit(f"{model.name} stopped."))
@@ -187,30 +187,18 @@ class LibraryRunning(QObject):
         self._stopping.discard(instance_id)
         self.said.emit(f"{name} was not stopped: {failure}")
 
-    def _announce_ended(self, instances: list[InstanceInfo]) -> None:
+    def _follow_starts(self, instances: list[InstanceInfo]) -> None:
         by_id = {info.id: info for info in instances}
-        for instance_id, name in list(self._announce.items()):
+        for instance_id, (name, chat) in list(self._followed.items()):
             info = by_id.get(instance_id)
             if info is None or info.status == InstanceStatus.STOPPING:
-                del self._announce[instance_id]
+                del self._followed[instance_id]
             elif info.status == InstanceStatus.READY:
-                del self._announce[instance_id]
+                del self._followed[instance_id]
                 self.said.emit(f"{name} is running: Chat in its row talks to it.")
+                if chat is not None:
+                    self.chat_requested.emit(chat)
             elif info.status == InstanceStatus.FAILED:
-                del self._announce[instance_id]
+                del self._followed[instance_id]
                 why = f": {info.error}" if info.error else ""
                 self.said.emit(f"{name} did not start{why}")
-
-    def _open_ready_chats(self, instances: list[InstanceInfo]) -> None:
-        for info in instances:
-            name = self._chat_when_ready.get(info.id)
-            if name is None:
-                continue
-            if info.status == InstanceStatus.READY:
-                del self._chat_when_ready[info.id]
-                self.chat_requested.emit(name)
-            elif info.status in (InstanceStatus.FAILED, InstanceStatus.STOPPING):
-                del self._chat_when_ready[info.id]
-        known = {info.id for info in instances}
-        for gone in set(self._chat_when_ready) - known:
-            del self._chat_when_ready[gone]
