@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+MIB = 1024**2
+GIB = 1024**3
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 

@@ -8,10 +8,10 @@ import numpy as np
 from PySide6.QtWidgets import QGridLayout, QWidget
 
 from roundhouse.api.hardware import GpuInfo, HardwareSample
+from roundhouse.base.units import GIB
 from roundhouse.gui.widgets.chart_card import ChartCard
 from roundhouse.gui.widgets.sample_buffer import SampleBuffer
 
-GIB = 1024**3
 # A chart narrower than this looks like a bar code; early on, leave room to the right.
 MIN_SPAN_S = 30.0
 NAN = float("nan")

@@ -10,12 +10,11 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QGridLayout, QWidget
 
 from roundhouse.api.hardware import GpuInfo, HardwareSample
+from roundhouse.base.units import GIB, MIB
 from roundhouse.gui.widgets.chart_card import SERIES_COLOURS, ChartCard
 from roundhouse.gui.widgets.monitor_buffer import MetricsBuffer
 from roundhouse.gui.widgets.sample_buffer import SampleBuffer
 
-GIB = 1024**3
-MIB = 1024**2
 # What the gateway's rate counts, beside the engine's own (the Monitor's table and chart).
 GATEWAY_RATE_HELP = (
     "Output tokens the gateway passed on to clients in each second, all of the instance's "

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.hardware import GpuInfo
+from roundhouse.base.units import GIB
 
-GIB = 1024**3
 # Ollama (0.12 on) sets its default context by the machine's total VRAM, a tier each
 # (server/routes.go, "vram-based default context"), and lowers it when memory is short.
 OLLAMA_CONTEXT_TIERS = ((47 * GIB, 262_144), (23 * GIB, 32_768), (0, 4_096))
