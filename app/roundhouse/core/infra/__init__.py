@@ -1,1 +1,1 @@
-"""The core's ground floor: plumbing every feature shares (SQLite, worker threads, transfers, jobs, the change feed)."""
+"""The core's ground floor: plumbing features share (SQLite, threads, transfers, jobs, the feed)."""

@@ -24,7 +24,7 @@ from roundhouse.api.downloads import (
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.engines.ollama_api import OllamaClient, OllamaNotRunningError
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
-from roundhouse.core.models.downloads.changes import Changes
+from roundhouse.core.infra.changes import Changes
 from roundhouse.core.models.downloads.errors import DownloadStateError
 from roundhouse.core.models.downloads.views import Intent
 from roundhouse.core.models.ollama_pulls.jobs import PullJob, apply_step, check_model_name, item_of

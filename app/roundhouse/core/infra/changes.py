@@ -1,4 +1,4 @@
-"""A change counter that followers wait on, like install jobs' and the scheduler's."""
+"""A change counter that followers wait on: jobs, downloads, the scheduler and the change feed."""
 
 from __future__ import annotations
 
