@@ -56,6 +56,7 @@ from roundhouse.base.paths import Home
 from roundhouse.client.bench import BenchMixin
 from roundhouse.client.chats import ChatsMixin
 from roundhouse.client.errors import ApiError, DaemonUnreachableError
+from roundhouse.client.events import EventsMixin
 from roundhouse.client.hub import HubMixin
 from roundhouse.client.locate import locate
 from roundhouse.client.metrics import MetricsMixin
@@ -83,7 +84,9 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class DaemonClient(BenchMixin, ChatsMixin, HubMixin, MetricsMixin, ModelsMixin, SettingsCallsMixin):
+class DaemonClient(
+    BenchMixin, ChatsMixin, EventsMixin, HubMixin, MetricsMixin, ModelsMixin, SettingsCallsMixin
+):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
 
     def __init__(

@@ -1,0 +1,107 @@
+"""The change feed's events (`GET /api/v1/events`): a sequence number, a kind, the new state.
+
+Each event carries the whole state of its kind as the kind's own route returns it (the
+instance list, the settings, the library, the download queue, the gateway's models), so a
+follower replaces what it holds instead of applying a difference. A `reset` says that what
+the follower holds may be stale (it is new, its resume point fell out of the daemon's
+window, or the daemon restarted): load every kind again, then apply the events after it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from roundhouse.api.downloads import DownloadQueueView
+from roundhouse.api.gateway import GatewayModelList
+from roundhouse.api.instances import InstanceList
+from roundhouse.api.library import LibraryList
+from roundhouse.api.settings import Settings
+
+
+class EventKind(StrEnum):
+    """The topics of the feed; the SSE `event` field of each message."""
+
+    RESET = "reset"
+    INSTANCES = "instances"
+    JOBS = "jobs"
+    DOWNLOADS = "downloads"
+    GATEWAY = "gateway"
+    SETTINGS = "settings"
+    LIBRARY = "library"
+
+
+class ResetReason(StrEnum):
+    # The follower gave no resume point: it has nothing yet.
+    NEW = "new"
+    # Its resume point is older than the oldest event the daemon still keeps.
+    BEHIND = "behind"
+    # Its resume point is newer than any event: it was another run of the daemon.
+    UNKNOWN = "unknown"
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int = Field(ge=0, description="the event's place in the feed; resume after it")
+    at: float = Field(description="when it was published (seconds since the epoch)")
+
+
+class ResetEvent(_Event):
+    """Load every kind again (its route's GET), then apply the events that follow."""
+
+    kind: Literal[EventKind.RESET] = EventKind.RESET
+    reason: ResetReason
+    oldest: int = Field(ge=0, description="the oldest event's seq the daemon still keeps")
+
+
+class InstancesEvent(_Event):
+    """An instance started, became ready, stopped, failed, was adopted or removed."""
+
+    kind: Literal[EventKind.INSTANCES] = EventKind.INSTANCES
+    data: InstanceList
+
+
+class SettingsEvent(_Event):
+    """The settings were saved (by any client, or by the daemon: the active model)."""
+
+    kind: Literal[EventKind.SETTINGS] = EventKind.SETTINGS
+    data: Settings
+
+
+class LibraryEvent(_Event):
+    """The library was scanned, or a model imported or deleted."""
+
+    kind: Literal[EventKind.LIBRARY] = EventKind.LIBRARY
+    data: LibraryList
+
+
+class DownloadsEvent(_Event):
+    """The download queue (files and Ollama pulls) changed; at most a few per second."""
+
+    kind: Literal[EventKind.DOWNLOADS] = EventKind.DOWNLOADS
+    data: DownloadQueueView
+
+
+class GatewayEvent(_Event):
+    """What the gateway serves, loads or can start, and its active model, changed."""
+
+    kind: Literal[EventKind.GATEWAY] = EventKind.GATEWAY
+    data: GatewayModelList
+
+
+FeedEvent = Annotated[
+    ResetEvent | InstancesEvent | SettingsEvent | LibraryEvent | DownloadsEvent | GatewayEvent,
+    Field(discriminator="kind"),
+]
+# An event of state (not a reset), as publishers hand it to the feed.
+StateEvent = InstancesEvent | SettingsEvent | LibraryEvent | DownloadsEvent | GatewayEvent
+
+FEED_EVENT: TypeAdapter[FeedEvent] = TypeAdapter(FeedEvent)
+
+
+def parse_event(data: str | bytes) -> FeedEvent:
+    """One event from its JSON (an SSE message's data, or a line of `roundhouse events --json`)."""
+    return FEED_EVENT.validate_json(data)

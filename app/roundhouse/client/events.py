@@ -1,0 +1,31 @@
+"""The change feed's call of the daemon client (mixed into DaemonClient)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from roundhouse.api.events import EventKind, FeedEvent, parse_event
+
+_KINDS = tuple(str(kind) for kind in EventKind)
+
+
+class EventsMixin:
+    """`GET /api/v1/events`: one stream of every change the daemon makes."""
+
+    if TYPE_CHECKING:
+        # Provided by DaemonClient.
+        def _stream(
+            self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
+        ) -> AsyncGenerator[tuple[str, str], None]: ...
+
+    async def events(self, since: int | None = None) -> AsyncIterator[FeedEvent]:
+        """Every event after `since` (the `seq` of the last one the caller applied), until
+        the daemon stops; without `since`, or when the daemon no longer keeps the events
+        after it, a ResetEvent first (load the state again). To resume after a broken
+        stream, call again with the last event's `seq`."""
+        params = {"since": str(since)} if since is not None else {}
+        async with aclosing(self._stream("/events", _KINDS, params=params)) as stream:
+            async for _, data in stream:
+                yield parse_event(data)
