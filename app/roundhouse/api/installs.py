@@ -8,6 +8,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from roundhouse.api.engines import EngineId
+from roundhouse.api.jobs import JobState as JobState  # one for every job; installs never queue
 
 
 class _Frozen(BaseModel):
@@ -153,13 +154,6 @@ class InstallRequest(_Frozen):
             "installed without hash checks; llama.cpp: allow an asset without a sha256 digest"
         ),
     )
-
-
-class JobState(StrEnum):
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
 
 
 class InstallJob(_Frozen):
