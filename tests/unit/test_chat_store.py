@@ -23,10 +23,11 @@ from roundhouse.api.chat import (
     SamplingParams,
 )
 from roundhouse.core.chat.database import connect
-from roundhouse.core.chat.schema import MIGRATIONS, migrate, schema_version
+from roundhouse.core.chat.schema import MIGRATIONS
 from roundhouse.core.chat.store import ChatHistoryError, ChatStore
 from roundhouse.core.chat.titles import DEFAULT_TITLE, title_from
 from roundhouse.core.errors import InvalidInputError, NotFoundError
+from roundhouse.core.infra.sqlite import migrate, schema_version
 
 T = TypeVar("T")
 
@@ -256,7 +257,7 @@ def test_migrations_upgrade_a_file_and_keep_its_rows(tmp_path: Path) -> None:
 def test_an_empty_file_is_created_at_the_newest_version(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "fresh.sqlite3", isolation_level=None)
     assert schema_version(db) == 0
-    assert migrate(db) == len(MIGRATIONS) == schema_version(db)
+    assert migrate(db, MIGRATIONS) == len(MIGRATIONS) == schema_version(db)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"conversations", "messages", "schema_version"} <= tables
     db.close()

@@ -22,9 +22,10 @@ from roundhouse.api.chat import (
     Role,
     SamplingParams,
 )
-from roundhouse.core.chat.schema import connect_wal, transaction
+from roundhouse.core.chat.schema import MIGRATIONS
 from roundhouse.core.chat.titles import DEFAULT_TITLE, title_from
 from roundhouse.core.errors import InvalidInputError, NotFoundError
+from roundhouse.core.infra.sqlite import connect_wal, transaction
 
 Clock = Callable[[], float]
 
@@ -45,7 +46,7 @@ def new_conversation_id() -> str:
 def connect(path: Path) -> sqlite3.Connection:
     """Open (or create) the file in WAL mode with foreign keys on, migrated to the newest
     schema. Raises sqlite3.DatabaseError for a file that is not a database."""
-    return connect_wal(path, foreign_keys=True)
+    return connect_wal(path, MIGRATIONS, foreign_keys=True)
 
 
 def _check_length(text: str | None) -> None:

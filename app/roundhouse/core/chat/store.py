@@ -21,8 +21,8 @@ from roundhouse.api.chat import (
     NewMessage,
 )
 from roundhouse.core.chat.database import ChatDatabase, Clock, connect
-from roundhouse.core.chat.schema import NewerSchemaError
 from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.infra.sqlite import NewerSchemaError
 
 log = logging.getLogger(__name__)
 

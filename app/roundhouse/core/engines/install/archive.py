@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from roundhouse.core.engines.install.errors import UnsafeArchiveError
-from roundhouse.core.engines.install.threads import check
+from roundhouse.core.infra.threads import check
 
 MAX_BYTES = 16 * 1024**3
 MAX_MEMBERS = 100_000

@@ -18,7 +18,7 @@ import httpx
 
 from roundhouse import __version__
 from roundhouse.core.engines.install.errors import ChecksumError, DownloadError, InstallError
-from roundhouse.core.engines.install.threads import check, run_stoppable
+from roundhouse.core.infra.threads import check, run_stoppable
 
 # (bytes done, bytes in all or None, recent bytes per second or None)
 TransferCallback = Callable[[int, int | None, float | None], None]

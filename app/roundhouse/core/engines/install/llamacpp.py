@@ -33,8 +33,8 @@ from roundhouse.core.engines.install.errors import ChecksumError, InstallError
 from roundhouse.core.engines.install.layout import INSTALL_RECORD
 from roundhouse.core.engines.install.managed import ManagedBuilds
 from roundhouse.core.engines.install.releases import fetch_release
-from roundhouse.core.engines.install.threads import check, run_stoppable
 from roundhouse.core.errors import ConflictError
+from roundhouse.core.infra.threads import check, run_stoppable
 
 # GitHub's asset downloads redirect to a CDN; a read stalled this long is retried.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=60.0)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roundhouse.api.downloads import DownloadState
-from roundhouse.core.chat.schema import transaction
+from roundhouse.core.infra.sqlite import transaction
 
 
 @dataclass

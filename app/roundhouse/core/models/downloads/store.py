@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from roundhouse.core.chat.schema import connect_wal
+from roundhouse.core.infra.sqlite import connect_wal
+from roundhouse.core.infra.sqlite_table import TableWords, ThreadedTable
+from roundhouse.core.models.downloads.errors import DownloadsUnavailableError
 from roundhouse.core.models.downloads.records import MIGRATIONS, DownloadTable, Entry
-from roundhouse.core.models.sqlite_table import TableWords, ThreadedTable
 
 QUEUE_FILE = "downloads.sqlite3"
 
 _WORDS = TableWords(
-    name="download queue", empty="an empty queue", unaffected="Downloaded files are not affected."
+    name="download queue",
+    empty="an empty queue",
+    unaffected="Downloaded files are not affected.",
+    unavailable=DownloadsUnavailableError,
 )
 
 

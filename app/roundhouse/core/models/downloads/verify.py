@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from roundhouse.core.engines.install.threads import check, run_stoppable
+from roundhouse.core.infra.threads import check, run_stoppable
 
 READ_BYTES = 8 * 1024 * 1024
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roundhouse.api.downloads import DownloadState
-from roundhouse.core.chat.schema import transaction
+from roundhouse.core.infra.sqlite import transaction
 
 PULLS_FILE = "ollama-pulls.sqlite3"
 

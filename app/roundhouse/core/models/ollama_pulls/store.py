@@ -5,14 +5,16 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from roundhouse.core.chat.schema import connect_wal
+from roundhouse.core.infra.sqlite import connect_wal
+from roundhouse.core.infra.sqlite_table import TableWords, ThreadedTable
+from roundhouse.core.models.downloads.errors import DownloadsUnavailableError
 from roundhouse.core.models.ollama_pulls.records import MIGRATIONS, PullEntry, PullTable
-from roundhouse.core.models.sqlite_table import TableWords, ThreadedTable
 
 _WORDS = TableWords(
     name="Ollama pull list",
     empty="an empty list",
     unaffected="Ollama's models are not affected.",
+    unavailable=DownloadsUnavailableError,
 )
 
 

@@ -1,5 +1,5 @@
-"""A table in its own SQLite file (WAL) used from async code: the download queue and the
-Ollama pull list. Every call runs in a worker thread, under one lock, on one connection
+"""A table in its own SQLite file (WAL) used from async code (the download queue, the
+Ollama pull list). Every call runs in a worker thread, under one lock, on one connection
 opened on first use and again after a failure; failures come back in words."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from roundhouse.core.chat.schema import NewerSchemaError
-from roundhouse.core.models.downloads.errors import DownloadsUnavailableError
+from roundhouse.core.infra.sqlite import NewerSchemaError
 
 log = logging.getLogger(__name__)
 
@@ -26,16 +25,17 @@ class Closable(Protocol):
 
 
 TableT = TypeVar("TableT", bound=Closable)
-Migration = Callable[[sqlite3.Connection], None]
 
 
 @dataclass(frozen=True)
 class TableWords:
-    """How errors name the file: 'the download queue', 'an empty queue', and what is safe."""
+    """How errors name the file: 'the download queue', 'an empty queue', and what is safe;
+    `unavailable` builds the feature's own error from those words."""
 
     name: str
     empty: str
     unaffected: str
+    unavailable: Callable[[str], Exception]
 
 
 class ThreadedTable(Generic[TableT]):
@@ -68,14 +68,14 @@ class ThreadedTable(Generic[TableT]):
                     self._table = self._open_table(self.path)
                 return operation(self._table)
             except NewerSchemaError as exc:
-                raise DownloadsUnavailableError(
+                raise words.unavailable(
                     f"The {words.name} at {self.path} was written by a newer Roundhouse "
                     f"({exc}). Update Roundhouse, or move the file away to start {words.empty}."
                 ) from exc
             except sqlite3.DatabaseError as exc:
                 self._forget()
                 log.error("The %s %s failed: %s", words.name, self.path, exc)
-                raise DownloadsUnavailableError(
+                raise words.unavailable(
                     f"The {words.name} at {self.path} cannot be used ({exc}). Check that the "
                     "disk has space and the folder is writable; if the file is damaged, move it "
                     f"away (with its -wal and -shm files) and Roundhouse starts {words.empty}. "
