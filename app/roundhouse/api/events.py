@@ -1,8 +1,8 @@
 """The change feed's events (`GET /api/v1/events`): a sequence number, a kind, the new state.
 
 Each event carries the whole state of its kind as the kind's own route returns it (the
-instance list, the settings, the library, the download queue, the gateway's models), so a
-follower replaces what it holds instead of applying a difference. A `reset` says that what
+instance list, the settings, the library, the download queue, the jobs, the gateway's
+models), so a follower replaces what it holds instead of applying a difference. A `reset` says that what
 the follower holds may be stale (it is new, its resume point fell out of the daemon's
 window, or the daemon restarted): load every kind again, then apply the events after it.
 """
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from roundhouse.api.downloads import DownloadQueueView
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.instances import InstanceList
+from roundhouse.api.jobs import JobView
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
 
@@ -85,6 +86,14 @@ class DownloadsEvent(_Event):
     data: DownloadQueueView
 
 
+class JobsEvent(_Event):
+    """A job (install, download, Ollama pull, benchmark, A/B run) was added, moved on or
+    ended: every job the daemon keeps, in the one shape of every kind."""
+
+    kind: Literal[EventKind.JOBS] = EventKind.JOBS
+    data: list[JobView]
+
+
 class GatewayEvent(_Event):
     """What the gateway serves, loads or can start, and its active model, changed."""
 
@@ -93,11 +102,19 @@ class GatewayEvent(_Event):
 
 
 FeedEvent = Annotated[
-    ResetEvent | InstancesEvent | SettingsEvent | LibraryEvent | DownloadsEvent | GatewayEvent,
+    ResetEvent
+    | InstancesEvent
+    | SettingsEvent
+    | LibraryEvent
+    | DownloadsEvent
+    | JobsEvent
+    | GatewayEvent,
     Field(discriminator="kind"),
 ]
-# An event of state (not a reset), as publishers hand it to the feed.
-StateEvent = InstancesEvent | SettingsEvent | LibraryEvent | DownloadsEvent | GatewayEvent
+# An event of state (not a reset).
+StateEvent = (
+    InstancesEvent | SettingsEvent | LibraryEvent | DownloadsEvent | JobsEvent | GatewayEvent
+)
 
 FEED_EVENT: TypeAdapter[FeedEvent] = TypeAdapter(FeedEvent)
 
