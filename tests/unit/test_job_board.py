@@ -172,6 +172,13 @@ def test_a_listener_hears_every_change_until_it_stops_and_a_broken_one_harms_not
             (JobState.DONE, 0.25, "starting llama.cpp"),
         ]
         assert heard[-1].kind == JobKind.AB and heard[-1].ended_at is not None
+        # The generic view carries the kind's own shape when its owner gives one.
+        job.snapshot = lambda: JobView(
+            id="inner", kind=JobKind.AB, state=JobState.DONE, started_at=1.0
+        )
+        listed = board.listing(JobKind.AB).jobs
+        assert [v.id for v in listed] == ["ab1"] and listed[0].detail is not None
+        assert listed[0].detail["id"] == "inner" and job.view(detail=False).detail is None
 
     asyncio.run(main())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,3 +46,18 @@ class JobView(BaseModel):
     )
     message: str = Field(default="", description="what it does now, in words")
     error: str | None = Field(default=None, description="why it failed, and what to do")
+    detail: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "the job in its kind's own shape, as its route returns it: install InstallJob, "
+            "download DownloadItem, ollama_pull OllamaPullItem, bench BenchProgress, ab AbProgress"
+        ),
+    )
+
+
+class JobList(BaseModel):
+    """Every job the daemon holds (running, waiting, and the latest ended of each kind)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    jobs: list[JobView]

@@ -15,7 +15,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from roundhouse.api.jobs import ENDED_STATES, JobKind, JobState, JobView
+from pydantic import BaseModel
+
+from roundhouse.api.jobs import ENDED_STATES, JobKind, JobList, JobState, JobView
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.infra.changes import Changes
 
@@ -68,6 +70,8 @@ class Job(Generic[P]):
         self.task: asyncio.Task[None] | None = None
         # A job the board does not run is cancelled by its owner.
         self.canceller: Callable[[], Awaitable[object]] | None = None
+        # The job in its kind's own wire shape, for the generic view's `detail`.
+        self.snapshot: Callable[[], BaseModel] | None = None
         self.changes = Changes()
         self._board = board
 
@@ -127,7 +131,9 @@ class Job(Generic[P]):
             return self.version
         return await self.changes.wait(seen, timeout_s)
 
-    def view(self) -> JobView:
+    def view(self, *, detail: bool = True) -> JobView:
+        """The generic view; with `detail`, the kind's own shape inside it."""
+        shape = self.snapshot() if detail and self.snapshot is not None else None
         return JobView(
             id=self.id,
             kind=self.kind,
@@ -137,6 +143,7 @@ class Job(Generic[P]):
             fraction=self.fraction,
             message=self.message,
             error=self.error,
+            detail=shape.model_dump(mode="json") if shape is not None else None,
         )
 
 
@@ -247,8 +254,9 @@ class JobBoard:
         found = [j for j in self._jobs.values() if kind is None or j.kind == kind]
         return sorted(found, key=lambda j: j.started_at)
 
-    def views(self, kind: JobKind | None = None) -> list[JobView]:
-        return [job.view() for job in self.jobs(kind)]
+    def listing(self, kind: JobKind | None = None) -> JobList:
+        """The jobs (of `kind`) as the wire shows them, the oldest first."""
+        return JobList(jobs=[job.view() for job in self.jobs(kind)])
 
     # -- ending ------------------------------------------------------------------------------
 
