@@ -2,9 +2,10 @@
 
 Each event carries the whole state of its kind as the kind's own route returns it (the
 instance list, the settings, the library, the download queue, the jobs, the gateway's
-models), so a follower replaces what it holds instead of applying a difference. A `reset` says that what
-the follower holds may be stale (it is new, its resume point fell out of the daemon's
-window, or the daemon restarted): load every kind again, then apply the events after it.
+models), so a follower replaces what it holds instead of applying a difference. A `reset`
+says that what the follower holds may be stale (it is new, its resume point fell out of
+the daemon's window, or the daemon restarted): load every kind again, then apply the
+events after it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from roundhouse.api.downloads import DownloadQueueView
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.instances import InstanceList
-from roundhouse.api.jobs import JobView
+from roundhouse.api.jobs import JobList
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
 
@@ -91,7 +92,7 @@ class JobsEvent(_Event):
     ended: every job the daemon keeps, in the one shape of every kind."""
 
     kind: Literal[EventKind.JOBS] = EventKind.JOBS
-    data: list[JobView]
+    data: JobList
 
 
 class GatewayEvent(_Event):
