@@ -1,12 +1,9 @@
-"""Installs as background jobs of the daemon: started, followed, cancelled, kept a while."""
+"""Installs as jobs of the daemon's job board: started, followed, cancelled, kept a while."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,10 +16,9 @@ from roundhouse.api.installs import (
     InstallJob,
     InstallProgress,
     InstallRequest,
-    JobState,
     ManagedVenv,
 )
-from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.api.jobs import JobKind, JobState
 from roundhouse.core.engines.install.errors import InstallBusyError
 from roundhouse.core.engines.install.llamacpp import install_llamacpp, plan_llamacpp_install
 from roundhouse.core.engines.install.venvs import (
@@ -31,6 +27,7 @@ from roundhouse.core.engines.install.venvs import (
     plan_python_engine,
 )
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
+from roundhouse.core.infra.jobs import Job, JobBoard
 
 log = logging.getLogger(__name__)
 
@@ -40,50 +37,47 @@ MAX_FINISHED_KEPT = 20
 
 
 @dataclass
-class _Job:
-    id: str
+class _Install:
+    """What an install job knows besides its state: its job's detail on the board."""
+
     engine: EngineId
-    started_at: float
-    state: JobState = JobState.RUNNING
-    ended_at: float | None = None
     progress: InstallProgress | None = None
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LINES))
     line_count: int = 0
     plan: str | None = None
-    error: str | None = None
     build: InstalledBuild | None = None
     venv: ManagedVenv | None = None
-    task: asyncio.Task[None] | None = None
-    # Followers wait on `changed`; each change sets it and puts a fresh one in its place,
-    # and `version` counts changes so that none is missed between two waits.
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    version: int = 0
 
-    def touch(self) -> None:
-        self.version += 1
-        self.changed.set()
-        self.changed = asyncio.Event()
 
-    def snapshot(self) -> InstallJob:
-        return InstallJob(
-            id=self.id,
-            engine=self.engine,
-            state=self.state,
-            started_at=self.started_at,
-            ended_at=self.ended_at,
-            progress=self.progress,
-            lines=list(self.lines),
-            line_count=self.line_count,
-            plan=self.plan,
-            error=self.error,
-            build=self.build,
-            venv=self.venv,
-        )
+def _snapshot(job: Job[_Install]) -> InstallJob:
+    install = job.detail
+    return InstallJob(
+        id=job.id,
+        engine=install.engine,
+        state=job.state,
+        started_at=job.started_at,
+        ended_at=job.ended_at,
+        progress=install.progress,
+        lines=list(install.lines),
+        line_count=install.line_count,
+        plan=install.plan,
+        error=job.error,
+        build=install.build,
+        venv=install.venv,
+    )
+
+
+def _failed(exc: Exception) -> str:
+    if isinstance(exc, RoundhouseError):
+        return exc.detail
+    # A bug must show as a failed job, not vanish.
+    log.error("An install job failed", exc_info=exc)
+    return f"The install failed unexpectedly: {exc}"
 
 
 class InstallJobs:
-    """One install per engine at a time; `on_installed` runs after each success (the
-    daemon detects engines again then)."""
+    """One install per engine at a time, each a job of the board; `on_installed` runs after
+    each success (the daemon detects engines again then)."""
 
     def __init__(
         self,
@@ -91,6 +85,7 @@ class InstallJobs:
         inventory: Callable[[], Awaitable[HardwareInventory]],
         on_installed: Callable[[], Awaitable[object]],
         *,
+        jobs: JobBoard | None = None,
         releases_url: str | None = None,
         pins_dir: Path | None = None,
     ) -> None:
@@ -100,7 +95,8 @@ class InstallJobs:
         self._releases_url = releases_url
         # None: $ROUNDHOUSE_ENGINE_PINS, else the pins this release ships.
         self._pins_dir = pins_dir
-        self._jobs: dict[str, _Job] = {}
+        # The daemon's one board; a board of its own when used alone (tests, tools).
+        self._board = jobs if jobs is not None else JobBoard(keep_finished=MAX_FINISHED_KEPT)
 
     def start(self, engine: EngineId, request: InstallRequest) -> InstallJob:
         if engine == EngineId.OLLAMA:
@@ -114,8 +110,8 @@ class InstallJobs:
             raise InvalidInputError(
                 "A llama.cpp build is chosen by its release tag, not a version."
             )
-        for job in self._jobs.values():
-            if job.engine == engine and job.state == JobState.RUNNING:
+        for job in self._jobs():
+            if job.detail.engine == engine and job.state == JobState.RUNNING:
                 raise InstallBusyError(
                     f"{engine.value} is being installed already (job {job.id}); wait for it "
                     "or cancel it."
@@ -131,18 +127,20 @@ class InstallJobs:
                 pins_dir=self._pins_dir,
             )
         )
-        job = _Job(id=uuid.uuid4().hex[:12], engine=engine, started_at=time.time())
-        job.plan = pip_plan.summary if pip_plan is not None else None
-        self._jobs[job.id] = job
-        job.task = asyncio.create_task(self._run(job, request, pip_plan), name=f"install-{job.id}")
-        self._trim()
-        return job.snapshot()
+        install = _Install(engine, plan=pip_plan.summary if pip_plan is not None else None)
+
+        async def run(job: Job[_Install]) -> None:
+            await self._run(job, request, pip_plan)
+
+        job = self._board.start(JobKind.INSTALL, install, run, failed=_failed)
+        job.snapshot = lambda: _snapshot(job)
+        return _snapshot(job)
 
     def get(self, job_id: str) -> InstallJob:
-        return self._job(job_id).snapshot()
+        return _snapshot(self._job(job_id))
 
     def all(self) -> list[InstallJob]:
-        return [j.snapshot() for j in sorted(self._jobs.values(), key=lambda j: j.started_at)]
+        return [_snapshot(job) for job in self._jobs()]
 
     def version(self, job_id: str) -> int:
         return self._job(job_id).version
@@ -151,36 +149,43 @@ class InstallJobs:
         """The job once it changed after version `seen` (or after `timeout_s`), with its
         version: for streams that follow it."""
         job = self._job(job_id)
-        if job.version == seen and job.state == JobState.RUNNING:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(job.changed.wait(), timeout_s)
-        return job.snapshot(), job.version
+        version = await job.wait(seen, timeout_s)
+        return _snapshot(job), version
 
     async def cancel(self, job_id: str) -> InstallJob:
         job = self._job(job_id)
-        if job.task is not None and not job.task.done():
-            await cancel_and_wait(job.task)
-        return job.snapshot()
+        await self._board.cancel(job)
+        return _snapshot(job)
 
     async def close(self) -> None:
-        for job in list(self._jobs.values()):
+        for job in self._jobs():
             if job.state == JobState.RUNNING:
-                await self.cancel(job.id)
+                await self._board.cancel(job)
 
-    def _job(self, job_id: str) -> _Job:
-        try:
-            return self._jobs[job_id]
-        except KeyError:
-            raise NotFoundError(f"No install job has the id {job_id!r}.") from None
+    def _jobs(self) -> list[Job[_Install]]:
+        return self._board.jobs(JobKind.INSTALL)
 
-    def _progress(self, job: _Job, event: InstallProgress) -> None:
-        job.progress = event
+    def _job(self, job_id: str) -> Job[_Install]:
+        job = self._board.find(job_id, JobKind.INSTALL)
+        if job is None:
+            raise NotFoundError(f"No install job has the id {job_id!r}.")
+        return job
+
+    def _progress(self, job: Job[_Install], event: InstallProgress) -> None:
+        install = job.detail
+        install.progress = event
         if event.line is not None:
-            job.lines.append(event.line)
-            job.line_count += 1
-        job.touch()
+            install.lines.append(event.line)
+            install.line_count += 1
+        fraction = None
+        if event.total_bytes and event.done_bytes is not None:
+            fraction = event.done_bytes / event.total_bytes
+        job.update(fraction=fraction, message=event.message)
 
-    async def _run(self, job: _Job, request: InstallRequest, pip_plan: PipPlan | None) -> None:
+    async def _run(
+        self, job: Job[_Install], request: InstallRequest, pip_plan: PipPlan | None
+    ) -> None:
+        install = job.detail
         try:
             if pip_plan is None:
                 inventory = await self._inventory()
@@ -190,44 +195,29 @@ class InstallJobs:
                     prefer=request.backend,
                     releases_url=self._releases_url,
                 )
-                job.plan = f"{plan.release.tag}: {plan.choice.asset.name} ({plan.choice.reason})"
+                install.plan = (
+                    f"{plan.release.tag}: {plan.choice.asset.name} ({plan.choice.reason})"
+                )
                 job.touch()
-                job.build = await install_llamacpp(
+                install.build = await install_llamacpp(
                     self._engines_dir,
                     plan,
                     on_progress=lambda e: self._progress(job, e),
                     allow_unverified=request.unverified,
                 )
             else:
-                job.venv = await install_python_engine(
-                    job.engine,
+                install.venv = await install_python_engine(
+                    install.engine,
                     self._engines_dir,
                     plan=pip_plan,
                     python=request.python,
                     on_progress=lambda e: self._progress(job, e),
                 )
-            job.state = JobState.DONE
-            try:
-                await self._on_installed()
-            except Exception:
-                log.exception("Detecting engines after an install failed")
         except asyncio.CancelledError:
-            job.state = JobState.CANCELLED
             job.error = "Cancelled; a llama.cpp download resumes where it stopped."
             raise
-        except RoundhouseError as exc:
-            job.state = JobState.FAILED
-            job.error = exc.detail
-        except Exception as exc:  # a bug must show as a failed job, not vanish
-            log.exception("Install job %s failed", job.id)
-            job.state = JobState.FAILED
-            job.error = f"The install failed unexpectedly: {exc}"
-        finally:
-            job.ended_at = time.time()
-            job.touch()
-
-    def _trim(self) -> None:
-        finished = [j for j in self._jobs.values() if j.state != JobState.RUNNING]
-        finished.sort(key=lambda j: j.started_at)
-        for old in finished[:-MAX_FINISHED_KEPT]:
-            self._jobs.pop(old.id, None)
+        # Detected before the job is done: a follower that sees it done finds the engine.
+        try:
+            await self._on_installed()
+        except Exception:
+            log.exception("Detecting engines after an install failed")
