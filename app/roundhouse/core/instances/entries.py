@@ -14,6 +14,7 @@ from roundhouse.api.external import AttachSource
 from roundhouse.api.instance_memory import InstanceMemory
 from roundhouse.api.instances import ExitInfo, InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.core.errors import NotFoundError
+from roundhouse.core.infra.changes import Changes
 from roundhouse.core.instances.exposure import entry_warnings, unprotected_words
 from roundhouse.core.instances.manager import Instance
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, Progress, RestartPolicy
@@ -73,6 +74,8 @@ class InstanceTable:
 
     def __init__(self) -> None:
         self.entries: dict[str, InstanceEntry] = {}
+        # Touched whenever an entry comes, goes or changes what it shows (the change feed).
+        self.changes = Changes()
 
     def get(self, instance_id: str) -> InstanceEntry:
         try:
@@ -91,6 +94,7 @@ class InstanceTable:
         failed.sort(key=lambda e: e.ended_at)
         for old in failed[:-MAX_FAILED_KEPT]:
             self.entries.pop(old.id, None)
+        self.changes.touch()
 
     def check_adopted_alive(self, entry: InstanceEntry) -> None:
         if entry.origin != InstanceOrigin.ADOPTED or entry.status == InstanceStatus.FAILED:

@@ -89,6 +89,7 @@ class ExternalInstances:
             for saved, engine in endpoints:
                 self._add(engine, saved, allowed=allowed)
             self._note_left_out([str(e) for e in found.left_out if e.pid not in ours])
+            self._table.changes.touch()
         return [
             self._table.info(e.id) for e in entries.values() if e.origin == InstanceOrigin.EXTERNAL
         ]
@@ -130,6 +131,7 @@ class ExternalInstances:
         route = PresetRoute(engine=entry.engine, url=entry.base_url)
         await asyncio.to_thread(self._endpoints.allow_presets, route, allowed)
         entry.may_serve_presets = allowed
+        self._table.changes.touch()
         log.info(
             "%s at %s %s serve models that presets start",
             entry.engine.value,
@@ -167,6 +169,7 @@ class ExternalInstances:
                 "so Roundhouse cannot stop it: stop it where it was started."
             )
         entry.status = InstanceStatus.STOPPING
+        self._table.changes.touch()
         try:
             process = psutil.Process(entry.pid)
         except psutil.NoSuchProcess:
@@ -262,6 +265,7 @@ class ExternalInstances:
             probe_status=engine.status or None,
             may_serve_presets=PresetRoute(engine=engine.engine, url=engine.base_url) in allowed,
         )
+        self._table.changes.touch()
         return entry_id
 
 

@@ -55,6 +55,7 @@ class InstanceRunner:
             entry.status = InstanceStatus.STARTING
             entry.progress = None
             entry.memory = None
+            self._table.changes.touch()
             hardware = self._memory.snapshot(entry.engine)
             params = LaunchParams(**entry.options.model_dump(), host=entry.host, port=entry.port)
             try:
@@ -64,8 +65,8 @@ class InstanceRunner:
                         entry.detected,
                         params,
                         instance_id=entry.id,
-                        on_progress=lambda p: _on_progress(entry, p),
-                        on_spawn=lambda p: _on_spawn(entry, p),
+                        on_progress=lambda p: self._progressed(entry, p),
+                        on_spawn=lambda p: self._spawned(entry, p),
                     )
                 except BaseException:
                     # No load to compare with: the inventory read for it is not needed.
@@ -90,12 +91,14 @@ class InstanceRunner:
                 entry.instance = instance
                 entry.status = InstanceStatus.READY
                 entry.ready_at = time.time()
+                self._table.changes.touch()
                 # The manager answers a start with its engine running.
                 assert instance.engine is not None
                 entry.models = instance.engine.identity.model_ids
                 entry.memory = await self._memory.read(
                     entry.engine, entry.options, instance.engine.process.log, hardware
                 )
+                self._table.changes.touch()
                 outcome = await instance.engine.process.wait()
                 entry.instance = None
                 if outcome.by_us:
@@ -115,6 +118,7 @@ class InstanceRunner:
                 return
             entry.status = InstanceStatus.RESTARTING
             entry.restarts += 1
+            self._table.changes.touch()
             await asyncio.sleep(decision.delay_s)
             if not fixed_port:
                 entry.port = free_port(entry.host, browser_blocked=keyless(entry.engine))
@@ -122,6 +126,7 @@ class InstanceRunner:
     async def stop(self, entry: InstanceEntry) -> None:
         """Stop the entry's engine, or its start if it is still starting; keep how it ended."""
         entry.status = InstanceStatus.STOPPING
+        self._table.changes.touch()
         task, entry.task = entry.task, None
         if task is not None and not task.done() and entry.instance is None:
             # Still starting (or waiting to restart): start_engine stops what it spawned.
@@ -135,6 +140,15 @@ class InstanceRunner:
         if entry.process is not None and entry.last_exit is None:
             entry.last_exit = entry.process.outcome()
         entry.pid = None
+        self._table.changes.touch()
+
+    def _progressed(self, entry: InstanceEntry, progress: Progress) -> None:
+        _on_progress(entry, progress)
+        self._table.changes.touch()
+
+    def _spawned(self, entry: InstanceEntry, process: EngineProcess) -> None:
+        _on_spawn(entry, process)
+        self._table.changes.touch()
 
 
 def _on_progress(entry: InstanceEntry, progress: Progress) -> None:

@@ -79,6 +79,8 @@ class InstanceService:
         self._recovered = asyncio.Event()
         self._health_task: asyncio.Task[None] | None = None
         self.health_interval_s = HEALTH_INTERVAL_S
+        # Touched whenever an instance comes, goes or changes what it shows.
+        self.changes = self._table.changes
 
     # -- start --------------------------------------------------------------------------
 
@@ -117,6 +119,7 @@ class InstanceService:
         self._table.entries[entry.id] = entry
         # The user's own port is kept on restarts; a free one is chosen again if it was ours.
         self._runner.launch(entry, fixed_port=request.port is not None)
+        self.changes.touch()
         return self.info(entry.id)
 
     def _options(self, request: StartRequest) -> InstanceOptions:
@@ -169,6 +172,7 @@ class InstanceService:
             await self._runner.stop(entry)
         info = self.info(instance_id)
         self._table.entries.pop(instance_id, None)
+        self.changes.touch()
         return info.model_copy(update={"rss_bytes": None})
 
     async def restart(self, instance_id: str) -> InstanceInfo:
@@ -268,6 +272,7 @@ class InstanceService:
             log.exception("Recovering the engines of an earlier daemon failed")
         finally:
             self._recovered.set()
+            self.changes.touch()
         self._health_task = asyncio.create_task(self._watch_health(), name="instance-health")
 
     async def _watch_health(self) -> None:
@@ -286,4 +291,7 @@ class InstanceService:
                     healthy = await self._manager.check_health(entry.id)
                     # It may have been stopped while the probe ran.
                     if entry.status in (InstanceStatus.READY, InstanceStatus.UNHEALTHY):
-                        entry.status = InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
+                        status = InstanceStatus.READY if healthy else InstanceStatus.UNHEALTHY
+                        if status != entry.status:
+                            entry.status = status
+                            self.changes.touch()

@@ -38,6 +38,7 @@ from roundhouse.api.library import (
 )
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
+from roundhouse.core.infra.changes import Changes
 from roundhouse.core.models.library.delete import execute, plan_delete
 from roundhouse.core.models.library.engines import is_apple_silicon
 from roundhouse.core.models.library.facts import FactsCache, GgufProbe, ModelFacts
@@ -91,6 +92,13 @@ class LibraryService:
         # serves by name is rebuilt from `last` only when `generation` moved.
         self.last: LibraryList | None = None
         self.generation = 0
+        # Touched at each new listing and when the headers left to read are all read.
+        self.changes = Changes()
+
+    @property
+    def checking(self) -> int:
+        """How many listed files' whole headers are still to be read."""
+        return len(self._unchecked)
 
     async def scan(self) -> LibraryList:
         async with self._lock:
@@ -121,6 +129,7 @@ class LibraryService:
                 checking=len(self._unchecked),
             )
             self.generation += 1
+            self.changes.touch()
             return self.last
 
     async def close(self) -> None:
@@ -149,6 +158,7 @@ class LibraryService:
         async with self._lock:
             await asyncio.to_thread(self._cache.save)
         log.debug("The library's headers are all read")
+        self.changes.touch()
 
     async def get(self, model_id: str) -> LibraryModel:
         return (await self._record(model_id)).model
@@ -211,6 +221,7 @@ class LibraryService:
                 kept = [m for m in self.last.models if m.id != model_id]
                 self.last = self.last.model_copy(update={"models": kept})
                 self.generation += 1
+                self.changes.touch()
 
     async def _record(self, model_id: str) -> Record:
         """The model by its library id or by the short name it is served as."""
