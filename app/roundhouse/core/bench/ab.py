@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -23,9 +22,11 @@ from roundhouse.api.bench import (
 )
 from roundhouse.api.engines import EngineId, EnginesOverview, InstanceOptions, ModelFormat
 from roundhouse.api.instances import InstanceInfo, InstanceStatus, StartRequest
-from roundhouse.core.bench.service import BenchService, run_benchmark
+from roundhouse.api.jobs import JobKind
+from roundhouse.core.bench.service import BenchService, bench_state, run_benchmark
 from roundhouse.core.bench.serving import serving_context
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
+from roundhouse.core.infra.jobs import Job, JobBoard, new_job_id
 from roundhouse.core.instances.service import InstanceService
 
 log = logging.getLogger(__name__)
@@ -78,14 +79,23 @@ def arm_warning(engine: str, result: BenchResult) -> str:
     return line
 
 
-@dataclass
-class _Job:
-    progress: AbProgress
-    task: asyncio.Task[None] | None = None
+def _snapshot(job: Job[AbProgress]) -> AbProgress:
+    return job.detail.model_copy(
+        update={"state": bench_state(job.state), "error": job.error}, deep=True
+    )
+
+
+def _failed(exc: Exception) -> str:
+    if isinstance(exc, RoundhouseError):
+        return exc.detail
+    # A job's failure is shown, not lost.
+    log.error("An A/B run failed", exc_info=exc)
+    return f"The A/B run failed: {type(exc).__name__}: {exc}"
 
 
 class AbService:
-    """Starts (or reuses) an instance per arm, benchmarks it, stops what it started."""
+    """Starts (or reuses) an instance per arm, benchmarks it, stops what it started; each
+    run a job of the job board."""
 
     def __init__(
         self,
@@ -93,62 +103,55 @@ class AbService:
         instances: InstanceService,
         ready_timeout_s: float = READY_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        jobs: JobBoard | None = None,
     ) -> None:
         self._bench = bench
         self._instances = instances
         self._ready_timeout_s = ready_timeout_s
         self._clock = clock
-        self._jobs: dict[str, _Job] = {}
+        # The daemon's one board; a board of its own when used alone.
+        self._board = jobs if jobs is not None else JobBoard()
 
     def start(self, request: AbRequest, arms: list[Arm]) -> AbProgress:
-        job_id = uuid.uuid4().hex[:12]
-        job = _Job(AbProgress(id=job_id, state=BenchState.RUNNING))
-        self._jobs[job_id] = job
-        job.task = asyncio.create_task(self._run(job, request, arms), name=f"ab-{job_id}")
-        return job.progress
+        job_id = new_job_id()
+
+        async def run(job: Job[AbProgress]) -> None:
+            for arm in arms:
+                await self._run_arm(job, request, arm)
+            job.detail.stage = "done"
+
+        progress = AbProgress(id=job_id, state=BenchState.RUNNING)
+        job = self._board.start(JobKind.AB, progress, run, failed=_failed, job_id=job_id)
+        job.snapshot = lambda: _snapshot(job)
+        return _snapshot(job)
 
     def progress(self, job_id: str) -> AbProgress:
-        job = self._jobs.get(job_id)
+        job = self._board.find(job_id, JobKind.AB)
         if job is None:
             raise NotFoundError(f"There is no A/B run {job_id!r} (they are not kept on disk).")
-        return job.progress
+        return _snapshot(job)
 
     def cancel(self, job_id: str) -> AbProgress:
-        job = self._jobs.get(job_id)
+        job = self._board.find(job_id, JobKind.AB)
         if job is None or job.task is None:
             raise NotFoundError(f"There is no A/B run {job_id!r}.")
         job.task.cancel()
-        return job.progress
+        return _snapshot(job)
 
     async def aclose(self) -> None:
-        for job in self._jobs.values():
-            if job.task is not None and not job.task.done():
-                job.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await job.task
+        for job in self._board.jobs(JobKind.AB):
+            await self._board.cancel(job)
 
-    async def _run(self, job: _Job, request: AbRequest, arms: list[Arm]) -> None:
-        progress = job.progress
-        try:
-            for arm in arms:
-                await self._run_arm(progress, request, arm)
-            progress.stage, progress.state = "done", BenchState.DONE
-        except asyncio.CancelledError:
-            progress.state = BenchState.CANCELLED
-            raise
-        except RoundhouseError as exc:
-            progress.state, progress.error = BenchState.FAILED, exc.detail
-        except Exception as exc:  # a job's failure is shown, not lost
-            log.exception("A/B %s failed", progress.id)
-            progress.state = BenchState.FAILED
-            progress.error = f"The A/B run failed: {type(exc).__name__}: {exc}"
-
-    async def _run_arm(self, progress: AbProgress, request: AbRequest, arm: Arm) -> None:
+    async def _run_arm(self, job: Job[AbProgress], request: AbRequest, arm: Arm) -> None:
+        progress = job.detail
         progress.stage = f"starting {arm.engine.value}"
         progress.done, progress.total = 0, request.workload.num_prompts
+        job.update(message=progress.stage)
         info, ours = await self._instance(arm, request.ctx_size)
         try:
             progress.stage = f"benchmarking {arm.engine.value}"
+            job.update(message=progress.stage)
             label = f"{request.workload.label or 'A/B'} · {arm.engine.value}"
             workload = request.workload.model_copy(
                 update={"model": info.models[0] if info.models else arm.model, "label": label}
@@ -158,26 +161,24 @@ class AbService:
             # key Roundhouse started it with (ADR 21).
             key = await self._instances.upstream_key(info.id) or ""
             serving = await serving_context(info, key)
-            task = asyncio.create_task(run_benchmark(workload, info.base_url, key, follow, serving))
-            try:
-                while not task.done():
-                    progress.done, progress.failed = follow.done, follow.failed
-                    await asyncio.wait({task}, timeout=POLL_S)
-            finally:
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            result = task.result().model_copy(update={"engine": arm.engine.value})
+
+            def advanced() -> None:
+                progress.done, progress.failed = follow.done, follow.failed
+                job.update(fraction=follow.done / follow.total if follow.total else None)
+
+            result = await run_benchmark(workload, info.base_url, key, follow, serving, advanced)
+            result = result.model_copy(update={"engine": arm.engine.value})
             await asyncio.to_thread(self._bench.keep, result)
             progress.result_ids.append(result.id)
             progress.done, progress.failed = follow.done, follow.failed
             if result.metrics.failed:
                 progress.warnings.append(arm_warning(arm.engine.value, result))
+            job.touch()
         finally:
             if ours:
                 # Stopped before the next arm starts: both never hold memory at once.
                 progress.stage = f"stopping {arm.engine.value}"
+                job.update(message=progress.stage)
                 await asyncio.shield(self._instances.stop(info.id))
 
     async def _instance(self, arm: Arm, ctx_size: int) -> tuple[InstanceInfo, bool]:

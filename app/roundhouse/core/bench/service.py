@@ -1,14 +1,13 @@
-"""Benchmarks as daemon jobs: start, follow, keep the results as JSON files, list, delete."""
+"""Benchmarks as jobs of the job board: start, follow, keep the results as JSON, list, delete."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,12 +22,14 @@ from roundhouse.api.bench import (
     ServingContext,
     failure_lines,
 )
+from roundhouse.api.jobs import JobKind, JobState
 from roundhouse.core.bench.arrivals import poisson_offsets
 from roundhouse.core.bench.failures import advice, group_failures, with_groups
 from roundhouse.core.bench.metrics import compute_metrics
 from roundhouse.core.bench.runner import Target, new_session, run_requests, warm_up
 from roundhouse.core.bench.workloads import Prompt, random_prompts, sharegpt_prompts
 from roundhouse.core.errors import NotFoundError, RoundhouseError
+from roundhouse.core.infra.jobs import Job, JobBoard, new_job_id
 
 if TYPE_CHECKING:
     from roundhouse.core.bench.ab import AbService
@@ -39,10 +40,23 @@ _ID = re.compile(r"^[0-9a-f]{12}$")
 MAX_RESULTS = 500
 
 
-@dataclass
-class _Job:
-    progress: BenchProgress
-    task: asyncio.Task[None] | None = None
+def bench_state(state: JobState) -> BenchState:
+    """A job's state as a benchmark says it (a benchmark runs at once: never queued)."""
+    return BenchState.RUNNING if state == JobState.QUEUED else BenchState(state.value)
+
+
+def _snapshot(job: Job[BenchProgress]) -> BenchProgress:
+    return job.detail.model_copy(
+        update={"state": bench_state(job.state), "error": job.error}, deep=True
+    )
+
+
+def _failed(exc: Exception) -> str:
+    if isinstance(exc, RoundhouseError):
+        return exc.detail
+    # A job's failure is shown, not lost.
+    log.error("A benchmark failed", exc_info=exc)
+    return f"The benchmark failed: {type(exc).__name__}: {exc}"
 
 
 def build_prompts(request: BenchRequest) -> list[Prompt]:
@@ -64,9 +78,11 @@ async def run_benchmark(
     api_key: str,
     progress: BenchProgress | None = None,
     serving: ServingContext | None = None,
+    on_change: Callable[[], None] | None = None,
 ) -> BenchResult:
     """Warm up, then run the whole benchmark against `base_url` (ending in /v1); the
-    failures are grouped by reason, with advice naming `serving`'s context where known."""
+    failures are grouped by reason, with advice naming `serving`'s context where known.
+    `on_change` is called after each request that moves `progress`."""
     prompts = build_prompts(request)
     target = Target(
         base_url, api_key, request.model, request.endpoint, request.ignore_eos, request.timeout_s
@@ -76,6 +92,8 @@ async def run_benchmark(
     def advance(done: int, total: int, failed: int) -> None:
         if progress is not None:
             progress.done, progress.total, progress.failed = done, total, failed
+        if on_change is not None:
+            on_change()
 
     async with new_session(request.max_concurrency or len(prompts)) as session:
         await warm_up(
@@ -104,13 +122,17 @@ def _failed_run(result: BenchResult) -> str:
 
 
 class BenchService:
-    """Runs benchmarks through the daemon's own gateway and keeps their results."""
+    """Runs benchmarks through the daemon's own gateway, each a job of the job board, and
+    keeps their results."""
 
-    def __init__(self, folder: Path, gateway_url: str, api_key: str) -> None:
+    def __init__(
+        self, folder: Path, gateway_url: str, api_key: str, *, jobs: JobBoard | None = None
+    ) -> None:
         self.folder = folder
         self.gateway_url = gateway_url
         self.api_key = api_key
-        self._jobs: dict[str, _Job] = {}
+        # The daemon's one board; a board of its own when used alone.
+        self._board = jobs if jobs is not None else JobBoard()
         # A/B runs, made on first use by whoever has the instance service.
         self.ab: AbService | None = None
 
@@ -120,49 +142,42 @@ class BenchService:
         engine: str | None = None,
         serving: ServingContext | None = None,
     ) -> BenchProgress:
-        job_id = uuid.uuid4().hex[:12]
+        job_id = new_job_id()
         progress = BenchProgress(id=job_id, state=BenchState.RUNNING, total=request.num_prompts)
-        job = _Job(progress)
-        self._jobs[job_id] = job
-        job.task = asyncio.create_task(
-            self._run(job, request, engine, serving), name=f"bench-{job_id}"
-        )
-        return progress
+
+        async def run(job: Job[BenchProgress]) -> None:
+            await self._run(job, request, engine, serving)
+
+        job = self._board.start(JobKind.BENCH, progress, run, failed=_failed, job_id=job_id)
+        job.snapshot = lambda: _snapshot(job)
+        return _snapshot(job)
 
     async def _run(
         self,
-        job: _Job,
+        job: Job[BenchProgress],
         request: BenchRequest,
         engine: str | None,
         serving: ServingContext | None,
     ) -> None:
-        try:
-            result = await run_benchmark(
-                request, self.gateway_url, self.api_key, job.progress, serving
-            )
-            result = result.model_copy(update={"engine": engine})
-            await asyncio.to_thread(self._save, result)
-            job.progress.kept = True
-            if result.status is BenchStatus.FAILED:
-                # Kept, to be seen with its reasons, but the job failed: it has no figures.
-                job.progress.state = BenchState.FAILED
-                job.progress.error = _failed_run(result)
-            else:
-                job.progress.state = BenchState.DONE
-        except asyncio.CancelledError:
-            job.progress.state = BenchState.CANCELLED
-            raise
-        except RoundhouseError as exc:
-            job.progress.state, job.progress.error = BenchState.FAILED, exc.detail
-        except Exception as exc:  # a job's failure is shown, not lost
-            log.exception("benchmark %s failed", job.progress.id)
-            job.progress.state = BenchState.FAILED
-            job.progress.error = f"The benchmark failed: {type(exc).__name__}: {exc}"
+        progress = job.detail
+
+        def advanced() -> None:
+            job.update(fraction=progress.done / progress.total if progress.total else None)
+
+        result = await run_benchmark(
+            request, self.gateway_url, self.api_key, progress, serving, advanced
+        )
+        result = result.model_copy(update={"engine": engine})
+        await asyncio.to_thread(self._save, result)
+        progress.kept = True
+        if result.status is BenchStatus.FAILED:
+            # Kept, to be seen with its reasons, but the job failed: it has no figures.
+            job.move(JobState.FAILED, error=_failed_run(result))
 
     def progress(self, job_id: str) -> BenchProgress:
-        job = self._jobs.get(job_id)
+        job = self._board.find(job_id, JobKind.BENCH)
         if job is not None:
-            return job.progress
+            return _snapshot(job)
         if self._path(job_id).exists():
             kept = self.result(job_id)
             m = kept.metrics
@@ -183,20 +198,17 @@ class BenchService:
         )
 
     def cancel(self, job_id: str) -> BenchProgress:
-        job = self._jobs.get(job_id)
+        job = self._board.find(job_id, JobKind.BENCH)
         if job is None or job.task is None:
             raise NotFoundError(f"There is no running benchmark {job_id!r}.")
         job.task.cancel()
-        return job.progress
+        return _snapshot(job)
 
     async def aclose(self) -> None:
         if self.ab is not None:
             await self.ab.aclose()
-        for job in self._jobs.values():
-            if job.task is not None and not job.task.done():
-                job.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await job.task
+        for job in self._board.jobs(JobKind.BENCH):
+            await self._board.cancel(job)
 
     def _path(self, result_id: str) -> Path:
         if not _ID.match(result_id):
@@ -260,4 +272,4 @@ class BenchService:
         if not path.exists():
             raise NotFoundError(f"There is no benchmark result {result_id!r}.")
         path.unlink()
-        self._jobs.pop(result_id, None)
+        self._board.forget(result_id)
