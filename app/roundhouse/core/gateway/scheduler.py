@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from roundhouse.core.gateway.errors import QueueFull, QueueTimeout
+from roundhouse.core.infra.changes import Changes
 
 # What a client is told to wait before it tries again after a 429.
 RETRY_AFTER_S = 1
@@ -53,7 +54,7 @@ class Scheduler:
         self._max_concurrent = max_concurrent
         self.clock = clock
         self._lanes: dict[str, _Lane] = {}
-        self._changed = asyncio.Event()
+        self._changes = Changes()
 
     async def acquire(self, instance_id: str, *, queue_size: int, deadline: float) -> Lease:
         """A slot on the instance now, or after waiting in its queue until `deadline`.
@@ -129,13 +130,11 @@ class Scheduler:
             self._notify()
 
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        self._changes.touch()
 
     async def wait_change(self, within_s: float) -> None:
         """Until a slot is released or a waiter leaves, or `within_s` seconds."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), within_s)
+        await self._changes.wait(self._changes.version, within_s)
 
     def touch(self, instance_id: str) -> None:
         self._lanes.setdefault(instance_id, _Lane()).last_used = self.clock()
