@@ -9,9 +9,9 @@ from pytestqt.qtbot import QtBot
 
 from roundhouse.api.fit import FitOptions
 from roundhouse.api.instance_memory import InstanceMemory
-from roundhouse.core.models.fit import estimate_fit
-from roundhouse.core.models.fit.actual import parse_llama_server_load
-from roundhouse.core.models.gguf import read_gguf_header, shape_from_gguf
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.knowledge.fit.actual import parse_llama_server_load
+from roundhouse.core.knowledge.gguf import read_gguf_header, shape_from_gguf
 from roundhouse.gui.widgets.instances_memory import RSS_TEXT, memory_summary
 from roundhouse.gui.widgets.instances_model import Column, InstancesModel
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf

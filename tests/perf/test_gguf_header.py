@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from roundhouse.core.models.gguf import read_gguf_header, shape_from_gguf, summarize
+from roundhouse.core.knowledge.gguf import read_gguf_header, shape_from_gguf, summarize
 from tests.fixtures.models.gguf_headers import LLAMA_3_1_8B, QWEN_3_30B_A3B, write_known_gguf
 
 ROUNDS = 30

@@ -8,8 +8,8 @@ from roundhouse.api.fit import FitOptions
 from roundhouse.api.instance_memory import InstanceMemory
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.cli.memory_view import memory_view, pairs
-from roundhouse.core.models.fit import estimate_fit
-from roundhouse.core.models.fit.actual import parse_llama_server_load
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.knowledge.fit.actual import parse_llama_server_load
 from tests.unit.builders import ready_instance
 from tests.unit.models.test_fit_cases import llama_3_1_8b_q4_k_m, rtx_4090
 from tests.unit.models.test_memory_actual import CUDA_ISWA, METAL_2025

@@ -31,7 +31,7 @@ from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import EngineResolver, InstanceService
 from roundhouse.core.logs import configure_logging
-from roundhouse.core.models.hub_cache import hub_cache_dir
+from roundhouse.core.models.library.places import hub_cache_dir
 from roundhouse.core.ports import PortInUseError, bind_listener
 from roundhouse.core.sampler import Sampler
 from roundhouse.core.settings import load_settings

@@ -19,8 +19,8 @@ MODELS_DIR = "models"
 def _import_models() -> None:
     # In a thread, so the server answers while huggingface_hub, gguf and numpy load.
     import roundhouse.core.models.downloads.service
+    import roundhouse.core.models.fitter
     import roundhouse.core.models.library.service
-    import roundhouse.core.models.model_fit
     import roundhouse.core.models.ollama_pulls.service  # noqa: F401
 
 
@@ -29,9 +29,8 @@ async def open_models(services: DaemonServices) -> None:
     daemon stopped continue from their partial files."""
     await asyncio.to_thread(_import_models)
     from roundhouse.core.models.downloads.service import DownloadService
-    from roundhouse.core.models.hub_cache import hub_cache_dir
     from roundhouse.core.models.library.ollama_source import default_ollama_access
-    from roundhouse.core.models.library.places import library_places
+    from roundhouse.core.models.library.places import hub_cache_dir, library_places
     from roundhouse.core.models.library.service import LibraryService
     from roundhouse.core.models.ollama_pulls.service import OllamaPulls
 

@@ -14,15 +14,11 @@ import pytest
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions
 from roundhouse.api.fit import CacheType, DeviceKind, FitVerdict
 from roundhouse.api.hardware import HardwareInventory
-from roundhouse.core.instances.memory import (
-    ALL_LAYERS,
-    MemoryReader,
-    fit_options,
-    requested_layers,
-)
-from roundhouse.core.models.fit.actual import LoadFacts
-from roundhouse.core.models.gguf import read_gguf_header, shape_from_gguf
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.instances.memory import MemoryReader
+from roundhouse.core.knowledge.fit.actual import LoadFacts
+from roundhouse.core.knowledge.gguf import read_gguf_header, shape_from_gguf
+from roundhouse.core.knowledge.run_options import ALL_LAYERS, fit_options, requested_layers
+from roundhouse.core.knowledge.shape import ModelShape
 from roundhouse.core.supervise.logcapture import LogCapture
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
 from tests.unit.models.test_fit_cases import cpu_only, rtx_4090

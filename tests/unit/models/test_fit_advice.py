@@ -13,10 +13,10 @@ from roundhouse.api.fit import (
     FitReport,
     FitVerdict,
 )
-from roundhouse.core.models.fit import estimate_fit
-from roundhouse.core.models.fit.quants import BPW, smaller_shape
-from roundhouse.core.models.hf_config import shape_from_hf_config
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.knowledge.fit.quants import BPW, smaller_shape
+from roundhouse.core.knowledge.hf_config import shape_from_hf_config
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 from tests.unit.models.test_fit_cases import (
     GIB,
     cpu_only,

@@ -14,7 +14,7 @@ from roundhouse.api.hardware import (
     HardwareInventory,
     MemoryInfo,
 )
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 

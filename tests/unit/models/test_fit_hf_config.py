@@ -6,9 +6,9 @@ import pytest
 
 from roundhouse.api.fit import CacheType
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.models.fit import kv_bytes_per_token
-from roundhouse.core.models.hf_config import shape_from_hf_config
-from roundhouse.core.models.shape import WeightFormat
+from roundhouse.core.knowledge.fit import kv_bytes_per_token
+from roundhouse.core.knowledge.hf_config import shape_from_hf_config
+from roundhouse.core.knowledge.shape import WeightFormat
 
 ST, MLX = WeightFormat.SAFETENSORS, WeightFormat.MLX
 F16 = CacheType.F16

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from roundhouse.api.fit import CacheType, FitEngine
-from roundhouse.core.models.fit import kv_bytes_per_token, kv_layer_bytes
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit import kv_bytes_per_token, kv_layer_bytes
+from roundhouse.core.knowledge.shape import ModelShape
 from tests.unit.models.test_fit_cases import (
     GIB,
     KIB,

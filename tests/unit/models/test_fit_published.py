@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from roundhouse.api.fit import CacheType, DeviceKind, FitOptions
-from roundhouse.core.models.fit import estimate_fit, kv_layer_bytes, llama_cpp_compute
-from roundhouse.core.models.gguf import read_gguf_header, shape_from_gguf
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.fit import estimate_fit, kv_layer_bytes, llama_cpp_compute
+from roundhouse.core.knowledge.gguf import read_gguf_header, shape_from_gguf
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 from tests.fixtures.models.gguf_headers import KNOWN_MODELS, write_known_gguf
 from tests.unit.models.test_fit_cases import (
     GIB,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from roundhouse.api.fit import DeviceKind, FitOptions
-from roundhouse.core.models.fit import estimate_fit
-from roundhouse.core.models.gguf import read_gguf_header, shape_from_gguf
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.knowledge.gguf import read_gguf_header, shape_from_gguf
 from tests.fixtures.models.gguf_headers import (
     GEMMA_2_9B,
     LLAMA_3_1_8B,

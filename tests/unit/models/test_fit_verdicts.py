@@ -18,9 +18,9 @@ from roundhouse.api.fit import (
 )
 from roundhouse.api.hardware import GpuInfo, GpuVendor
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.models.fit import estimate_fit, place
-from roundhouse.core.models.hf_config import shape_from_hf_config
-from roundhouse.core.models.shape import WeightFormat
+from roundhouse.core.knowledge.fit import estimate_fit, place
+from roundhouse.core.knowledge.hf_config import shape_from_hf_config
+from roundhouse.core.knowledge.shape import WeightFormat
 from tests.unit.models.test_fit_cases import (
     APPLE_CAP,
     GIB,

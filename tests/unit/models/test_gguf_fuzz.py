@@ -17,7 +17,7 @@ import gguf
 import numpy as np
 import pytest
 
-from roundhouse.core.models.gguf import GgufError, read_gguf_header, shape_from_gguf, summarize
+from roundhouse.core.knowledge.gguf import GgufError, read_gguf_header, shape_from_gguf, summarize
 
 CASES = 4000
 INTERESTING = (0, 1, 4, 7, 8, 255, 256, 2**16, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1)

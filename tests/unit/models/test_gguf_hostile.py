@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from gguf import GGMLQuantizationType, GGUFValueType
 
-from roundhouse.core.models.gguf import GgufError, read_gguf_header
-from roundhouse.core.models.gguf.errors import DAMAGED
+from roundhouse.core.knowledge.gguf import GgufError, read_gguf_header
+from roundhouse.core.knowledge.gguf.errors import DAMAGED
 from tests.fixtures.models.gguf_headers import (
     build_gguf,
     pack_array,

@@ -12,8 +12,8 @@ import pytest
 from gguf import GGMLQuantizationType, GGUFValueType
 
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.models.gguf import ArrayInfo, GgufError, read_gguf_header
-from roundhouse.core.models.gguf.values import MAX_LIST
+from roundhouse.core.knowledge.gguf import ArrayInfo, GgufError, read_gguf_header
+from roundhouse.core.knowledge.gguf.values import MAX_LIST
 from tests.fixtures.models.gguf_headers import (
     KNOWN_MODELS,
     build_gguf,

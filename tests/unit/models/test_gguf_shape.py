@@ -10,14 +10,14 @@ import gguf
 import pytest
 from gguf import GGMLQuantizationType, LlamaFileType
 
-from roundhouse.core.models.gguf import (
+from roundhouse.core.knowledge.gguf import (
     GgufError,
     GgufHeader,
     read_gguf_header,
     shape_from_gguf,
     summarize,
 )
-from roundhouse.core.models.shape import WeightFormat
+from roundhouse.core.knowledge.shape import WeightFormat
 from tests.fixtures.models.gguf_headers import (
     GEMMA_2_9B,
     KNOWN_MODELS,

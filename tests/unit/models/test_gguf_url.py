@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.models.gguf import (
+from roundhouse.core.knowledge.gguf import (
     GgufError,
     GgufFetchError,
     read_gguf_header,

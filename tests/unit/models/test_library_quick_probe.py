@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from roundhouse.api.library import LibraryList
-from roundhouse.core.models.gguf import GgufError, read_gguf_header, read_gguf_metadata
+from roundhouse.core.knowledge.gguf import GgufError, read_gguf_header, read_gguf_metadata
 from roundhouse.core.models.library import LibraryPlaces, LibraryService
 from roundhouse.core.models.library.gguf_probe import probe_gguf, probe_gguf_quick
 from tests.fixtures.models.gguf_headers import LLAMA_3_1_8B, QWEN_3_30B_A3B, write_known_gguf

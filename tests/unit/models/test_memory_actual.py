@@ -14,7 +14,7 @@ import pytest
 
 from roundhouse.api.fit import DeviceKind
 from roundhouse.api.instance_memory import DeviceMemoryUse
-from roundhouse.core.models.fit.actual import LoadReport, parse_llama_server_load
+from roundhouse.core.knowledge.fit.actual import LoadReport, parse_llama_server_load
 
 MIB = 1024**2
 

@@ -32,7 +32,7 @@ from roundhouse.api.starters import (
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.errors import NotFoundError
 from roundhouse.core.hardware.recommend import recommend
-from roundhouse.core.models.fit import estimate_fit
+from roundhouse.core.knowledge.fit import estimate_fit
 from roundhouse.core.models.hub.errors import HubUnavailableError
 from roundhouse.core.models.starters import comfort
 from roundhouse.core.models.starters_catalog import (

@@ -16,25 +16,24 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions
-from roundhouse.api.fit import CacheType, DeviceKind, FitOptions, FitReport
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.fit import DeviceKind, FitReport
 from roundhouse.api.hardware import GpuVendor, HardwareInventory
 from roundhouse.api.instance_memory import InstanceMemory, MemoryUse
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.run_options import fit_options, requested_layers
+from roundhouse.core.knowledge.shape import ModelShape
 from roundhouse.core.supervise.logcapture import LogCapture
 
 if TYPE_CHECKING:
     # The GGUF reader and the estimator (gguf, numpy) load with the first ready instance,
     # not with every daemon start.
-    from roundhouse.core.models.fit.actual import LoadFacts
-    from roundhouse.core.models.gguf import GgufHeader
+    from roundhouse.core.knowledge.fit.actual import LoadFacts
+    from roundhouse.core.knowledge.gguf import GgufHeader
 
 log = logging.getLogger(__name__)
 
 InventoryGetter = Callable[[], Awaitable[HardwareInventory]]
-# llama.cpp's own way to say "every layer".
-ALL_LAYERS = 999
 _GPU_VENDORS = (GpuVendor.NVIDIA, GpuVendor.AMD, GpuVendor.APPLE)
 
 
@@ -96,7 +95,7 @@ class MemoryReader:
         notes: list[str] = []
         shape = await _shape(options.model, notes)
         requested = requested_layers(options, shape)
-        from roundhouse.core.models.fit.actual import parse_llama_server_load
+        from roundhouse.core.knowledge.fit.actual import parse_llama_server_load
 
         report = parse_llama_server_load(lines, requested_layers=requested)
         actual = report.use
@@ -117,7 +116,7 @@ async def _shape(model: str | None, notes: list[str]) -> ModelShape | None:
         return None
     try:
         header = await asyncio.to_thread(_read_header, model)
-        from roundhouse.core.models.gguf import shape_from_gguf
+        from roundhouse.core.knowledge.gguf import shape_from_gguf
 
         return shape_from_gguf(header)
     except (RoundhouseError, OSError) as exc:
@@ -126,49 +125,9 @@ async def _shape(model: str | None, notes: list[str]) -> ModelShape | None:
 
 
 def _read_header(model: str) -> GgufHeader:
-    from roundhouse.core.models.gguf import read_gguf_header
+    from roundhouse.core.knowledge.gguf import read_gguf_header
 
     return read_gguf_header(Path(model).expanduser())
-
-
-def requested_layers(options: InstanceOptions, shape: ModelShape | None) -> int | None:
-    """The -ngl asked for: a count, every layer for "all", None when left to the engine."""
-    value = options.n_gpu_layers
-    if value == "all":
-        return shape.n_layer + 1 if shape is not None else ALL_LAYERS
-    if isinstance(value, int) and value >= 0:
-        return value
-    return None
-
-
-def fit_options(options: InstanceOptions, facts: LoadFacts, shape: ModelShape) -> FitOptions:
-    """The fit options of this run: the instance's choices, the engine's where it chose."""
-    n_parallel = options.parallel or facts.n_seq or 1
-    total_ctx = options.ctx_size or facts.n_ctx
-    context = max(total_ctx // n_parallel, 1) if total_ctx else None
-    if options.flash_attn == FlashAttention.ON:
-        flash = True
-    elif options.flash_attn == FlashAttention.OFF:
-        flash = False
-    else:
-        flash = facts.flash_attention if facts.flash_attention is not None else True
-    return FitOptions(
-        context_length=context,
-        n_parallel=n_parallel,
-        cache_type_k=_cache_type(options.cache_type_k),
-        cache_type_v=_cache_type(options.cache_type_v),
-        flash_attention=flash,
-        ubatch_size=facts.n_ubatch or 512,
-        kv_unified=bool(facts.kv_unified),
-        gpu_layers=requested_layers(options, shape),
-    )
-
-
-def _cache_type(value: str | None) -> CacheType:
-    try:
-        return CacheType((value or "f16").lower())
-    except ValueError:
-        return CacheType.F16
 
 
 def _estimate(
@@ -184,7 +143,7 @@ def _estimate(
         notes.append("No estimate: this daemon has no hardware inventory.")
         return None
     try:
-        from roundhouse.core.models.fit import estimate_fit
+        from roundhouse.core.knowledge.fit import estimate_fit
 
         return estimate_fit(shape, inventory, fit_options(options, facts, shape))
     except (RoundhouseError, ValidationError, ValueError) as exc:

@@ -18,8 +18,8 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.starters import EngineCostSpec, StarterCatalog, StarterSpec
 from roundhouse.base.resources import read_toml, resource_path
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.models.hf_config import shape_from_hf_config
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.hf_config import shape_from_hf_config
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 
 MB = 1000**2
 

@@ -25,7 +25,7 @@ from roundhouse.api.starters import (
     StarterSpec,
 )
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.models.fit import estimate_fit
+from roundhouse.core.knowledge.fit import estimate_fit
 from roundhouse.core.models.hub.errors import HubUnavailableError
 from roundhouse.core.models.starters import (
     FIT_ENGINES,

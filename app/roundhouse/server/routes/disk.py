@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from roundhouse.api.hardware import DiskInfo
 from roundhouse.core.errors import InvalidInputError
 from roundhouse.core.hardware.memory import read_disk
-from roundhouse.core.models.hub_cache import hub_cache_dir
+from roundhouse.core.models.library.places import hub_cache_dir
 
 router = APIRouter(tags=["hardware"])
 

@@ -17,8 +17,8 @@ from roundhouse.api.gateway import ModelState
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.gateway.listing import Listed
-from roundhouse.core.models.gguf.reader import read_gguf_header
-from roundhouse.core.models.gguf.summary import summarize
+from roundhouse.core.knowledge.gguf.reader import read_gguf_header
+from roundhouse.core.knowledge.gguf.summary import summarize
 
 log = logging.getLogger(__name__)
 

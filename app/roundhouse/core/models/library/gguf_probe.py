@@ -9,14 +9,14 @@ from pathlib import Path
 
 from gguf.constants import Keys
 
-from roundhouse.core.models.gguf import (
+from roundhouse.core.knowledge.gguf import (
     GgufHeader,
     GgufValue,
     read_gguf_header,
     read_gguf_metadata,
     summarize,
 )
-from roundhouse.core.models.gguf.summary import file_type_name
+from roundhouse.core.knowledge.gguf.summary import file_type_name
 from roundhouse.core.models.library.facts import ModelFacts
 
 

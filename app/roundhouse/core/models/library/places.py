@@ -7,11 +7,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from huggingface_hub.constants import HF_HUB_CACHE
+
 from roundhouse.api.settings import Settings
-from roundhouse.core.models.hub_cache import hub_cache_dir
 
 IMPORTED_DIR = "imported-models"
 _LMSTUDIO_SETTINGS_MAX = 1024 * 1024
+
+
+def hub_cache_dir(models_dir: str | None) -> Path:
+    """Where models live: `settings.models_dir` when set, else huggingface_hub's cache
+    (HF_HUB_CACHE, HF_HOME), so what Roundhouse downloads is what vLLM, mlx-lm and
+    `llama-server -hf` find."""
+    if models_dir and models_dir.strip():
+        return Path(models_dir.strip()).expanduser()
+    return Path(HF_HUB_CACHE)
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from roundhouse.api.fit import DeviceKind, FitEngine, FitOptions, FitVerdict
 from roundhouse.api.hardware import GpuVendor
 from roundhouse.base.units import format_bytes
-from roundhouse.core.models.fit.cache import kv_layer_bytes
-from roundhouse.core.models.fit.compute import SERVER_FRAMEWORK_BYTES, server_activation
-from roundhouse.core.models.fit.devices import Budget, Gpu
-from roundhouse.core.models.fit.outcome import Load, Outcome
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit.cache import kv_layer_bytes
+from roundhouse.core.knowledge.fit.compute import SERVER_FRAMEWORK_BYTES, server_activation
+from roundhouse.core.knowledge.fit.devices import Budget, Gpu
+from roundhouse.core.knowledge.fit.outcome import Load, Outcome
+from roundhouse.core.knowledge.shape import ModelShape
 
 SERVER_VENDORS = (GpuVendor.NVIDIA, GpuVendor.AMD)
 TP_SIZES = (1, 2, 4, 8)

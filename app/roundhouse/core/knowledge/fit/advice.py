@@ -20,12 +20,12 @@ from roundhouse.api.fit import (
     FitOptions,
     FitVerdict,
 )
-from roundhouse.core.models.fit.devices import Budget
-from roundhouse.core.models.fit.dispatch import evaluate
-from roundhouse.core.models.fit.memory_advice import memory_advice
-from roundhouse.core.models.fit.outcome import Outcome
-from roundhouse.core.models.fit.quants import ladder, smaller_shape, weight_bpw
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit.devices import Budget
+from roundhouse.core.knowledge.fit.dispatch import evaluate
+from roundhouse.core.knowledge.fit.memory_advice import memory_advice
+from roundhouse.core.knowledge.fit.outcome import Outcome
+from roundhouse.core.knowledge.fit.quants import ladder, smaller_shape, weight_bpw
+from roundhouse.core.knowledge.shape import ModelShape
 
 MIN_CONTEXT = 2048
 STEP = 1024

@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.models.gguf.cursor import MAX_HEADER_BYTES
-from roundhouse.core.models.gguf.errors import GgufError, GgufFetchError, NeedMoreBytes
-from roundhouse.core.models.gguf.header import GgufHeader
-from roundhouse.core.models.gguf.parser import HeaderParser
-from roundhouse.core.models.gguf.sources import BufferSource
+from roundhouse.core.knowledge.gguf.cursor import MAX_HEADER_BYTES
+from roundhouse.core.knowledge.gguf.errors import GgufError, GgufFetchError, NeedMoreBytes
+from roundhouse.core.knowledge.gguf.header import GgufHeader
+from roundhouse.core.knowledge.gguf.parser import HeaderParser
+from roundhouse.core.knowledge.gguf.sources import BufferSource
 
 # Enough for most headers in one request (a 150k-token vocabulary is 2-3 MiB with its
 # merges, so those take two or three); each further request at least doubles the bytes.

@@ -26,7 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from roundhouse.api.fit import UNQUANTIZED_CACHE_TYPES, CacheType, FitEngine
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.shape import ModelShape
 
 # Bytes per 32 elements (quantized types are blocks of 32: ggml's block layouts).
 CACHE_TYPE_BYTES_PER_32: dict[CacheType, int] = {

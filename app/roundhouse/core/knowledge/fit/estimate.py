@@ -11,12 +11,12 @@ from __future__ import annotations
 from roundhouse.api.fit import FitEngine, FitOptions, FitReport
 from roundhouse.api.hardware import GpuVendor, HardwareInventory
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.models.fit.advice import advise
-from roundhouse.core.models.fit.cache import kv_bytes_per_token
-from roundhouse.core.models.fit.devices import build_budget
-from roundhouse.core.models.fit.dispatch import evaluate
-from roundhouse.core.models.fit.text import assumptions, summary
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.fit.advice import advise
+from roundhouse.core.knowledge.fit.cache import kv_bytes_per_token
+from roundhouse.core.knowledge.fit.devices import build_budget
+from roundhouse.core.knowledge.fit.dispatch import evaluate
+from roundhouse.core.knowledge.fit.text import assumptions, summary
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 
 DEFAULT_CONTEXT = 8192
 _FORMATS = {

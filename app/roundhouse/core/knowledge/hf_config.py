@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 
 _DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "float8_e4m3fn": 1.0}
 _DTYPE_NAMES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from roundhouse.core.models.gguf.errors import GgufError, NeedMoreBytes
+from roundhouse.core.knowledge.gguf.errors import GgufError, NeedMoreBytes
 
 
 class ByteSource(Protocol):

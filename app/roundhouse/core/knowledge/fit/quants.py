@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 
 BPW: dict[str, float] = {
     "F32": 32.0,

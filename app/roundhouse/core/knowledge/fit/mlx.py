@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from roundhouse.api.fit import DeviceKind, FitEngine, FitOptions, FitVerdict
 from roundhouse.api.hardware import GpuVendor
-from roundhouse.core.models.fit.cache import kv_layer_bytes
-from roundhouse.core.models.fit.compute import mlx_compute
-from roundhouse.core.models.fit.devices import RAM_FOOTPRINT, Budget
-from roundhouse.core.models.fit.outcome import Load, Outcome
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit.cache import kv_layer_bytes
+from roundhouse.core.knowledge.fit.compute import mlx_compute
+from roundhouse.core.knowledge.fit.devices import RAM_FOOTPRINT, Budget
+from roundhouse.core.knowledge.fit.outcome import Load, Outcome
+from roundhouse.core.knowledge.shape import ModelShape
 
 
 def evaluate(shape: ModelShape, budget: Budget, options: FitOptions, ctx: int) -> Outcome:

@@ -7,11 +7,11 @@ from typing import NamedTuple
 
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, Keys
 
-from roundhouse.core.models.gguf.cursor import Cursor
-from roundhouse.core.models.gguf.errors import GgufError, NeedMoreBytes
-from roundhouse.core.models.gguf.header import GgufHeader, TensorInfo
-from roundhouse.core.models.gguf.sources import ByteSource
-from roundhouse.core.models.gguf.values import GgufValue, ValueReader, value_type
+from roundhouse.core.knowledge.gguf.cursor import Cursor
+from roundhouse.core.knowledge.gguf.errors import GgufError, NeedMoreBytes
+from roundhouse.core.knowledge.gguf.header import GgufHeader, TensorInfo
+from roundhouse.core.knowledge.gguf.sources import ByteSource
+from roundhouse.core.knowledge.gguf.values import GgufValue, ValueReader, value_type
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)

@@ -23,19 +23,19 @@ from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.hub import HubModelDetails, HubModelKind, QuantGroup
 from roundhouse.api.library import LibraryModel, LibrarySource
 from roundhouse.core.errors import InvalidInputError, NotFoundError
-from roundhouse.core.instances.memory import fit_options
-from roundhouse.core.models.fit import estimate_fit
-from roundhouse.core.models.fit.actual import LoadFacts
-from roundhouse.core.models.gguf import (
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.knowledge.fit.actual import LoadFacts
+from roundhouse.core.knowledge.gguf import (
     GgufHeader,
     read_gguf_header,
     read_gguf_header_url,
     shape_from_gguf,
 )
-from roundhouse.core.models.hf_config import shape_from_hf_config
+from roundhouse.core.knowledge.hf_config import shape_from_hf_config
+from roundhouse.core.knowledge.run_options import fit_options
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 from roundhouse.core.models.hub.service import HubService
 from roundhouse.core.models.library.service import LibraryService
-from roundhouse.core.models.shape import ModelShape, WeightFormat
 
 _CACHE_SIZE = 256
 _FITS_ON_GPU = frozenset({FitVerdict.FULL_GPU})

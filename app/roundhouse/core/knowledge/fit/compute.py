@@ -38,8 +38,8 @@ one more block.
 from __future__ import annotations
 
 from roundhouse.api.fit import FitEngine
-from roundhouse.core.models.fit.cache import is_windowed, layer_cells
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit.cache import is_windowed, layer_cells
+from roundhouse.core.knowledge.shape import ModelShape
 
 F32 = 4
 MIB = 1024**2

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gguf.constants import GGMLQuantizationType, GGUFValueType
 
-from roundhouse.core.models.gguf.values import ArrayInfo, GgufValue
+from roundhouse.core.knowledge.gguf.values import ArrayInfo, GgufValue
 
 
 @dataclass(frozen=True)

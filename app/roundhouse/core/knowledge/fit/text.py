@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from roundhouse.api.fit import FitEngine, FitOptions, FitVerdict
 from roundhouse.base.units import format_bytes
-from roundhouse.core.models.fit.devices import GPU_FOOTPRINT, RAM_FOOTPRINT, Budget
-from roundhouse.core.models.fit.outcome import Outcome
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit.devices import GPU_FOOTPRINT, RAM_FOOTPRINT, Budget
+from roundhouse.core.knowledge.fit.outcome import Outcome
+from roundhouse.core.knowledge.shape import ModelShape
 
 _GGUF_ENGINES = (FitEngine.LLAMA_CPP, FitEngine.OLLAMA)
 

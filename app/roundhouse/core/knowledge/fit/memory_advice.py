@@ -5,8 +5,8 @@ from __future__ import annotations
 from roundhouse.api.fit import AdviceKind, FitAdvice
 from roundhouse.api.hardware import GpuVendor
 from roundhouse.base.units import format_bytes
-from roundhouse.core.models.fit.devices import Budget
-from roundhouse.core.models.fit.outcome import Outcome
+from roundhouse.core.knowledge.fit.devices import Budget
+from roundhouse.core.knowledge.fit.outcome import Outcome
 
 MIB = 1024**2
 GIB = 1024**3

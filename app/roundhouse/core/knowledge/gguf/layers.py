@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
-from roundhouse.core.models.gguf.errors import GgufError
-from roundhouse.core.models.gguf.header import GgufHeader
-from roundhouse.core.models.gguf.summary import layer_max, quantization, vocab_size
-from roundhouse.core.models.shape import ModelShape, WeightFormat
+from roundhouse.core.knowledge.gguf.errors import GgufError
+from roundhouse.core.knowledge.gguf.header import GgufHeader
+from roundhouse.core.knowledge.gguf.summary import layer_max, quantization, vocab_size
+from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 
 # `hparams.set_swa_pattern(n)` in llama.cpp's llama_model::load_hparams, per architecture.
 SWA_PERIODS = {

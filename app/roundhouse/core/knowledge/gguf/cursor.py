@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from roundhouse.core.models.gguf.errors import GgufError
-from roundhouse.core.models.gguf.sources import ByteSource
+from roundhouse.core.knowledge.gguf.errors import GgufError
+from roundhouse.core.knowledge.gguf.sources import ByteSource
 
 # The header (metadata and tensor infos) of the largest real models is under 16 MiB; the
 # cap keeps a hostile file from making us read, or loop over, gigabytes before refusing.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gguf.constants import Keys, LlamaFileType
 
-from roundhouse.core.models.gguf.header import GgufHeader
+from roundhouse.core.knowledge.gguf.header import GgufHeader
 
 TOKENS = "tokenizer.ggml.tokens"
 _FILE_TYPES = {t.value: t for t in LlamaFileType}

@@ -7,11 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.models.gguf.errors import GgufError
-from roundhouse.core.models.gguf.header import GgufHeader
-from roundhouse.core.models.gguf.parser import HeaderParser
-from roundhouse.core.models.gguf.sources import open_file_source
-from roundhouse.core.models.gguf.values import GgufValue
+from roundhouse.core.knowledge.gguf.errors import GgufError
+from roundhouse.core.knowledge.gguf.header import GgufHeader
+from roundhouse.core.knowledge.gguf.parser import HeaderParser
+from roundhouse.core.knowledge.gguf.sources import open_file_source
+from roundhouse.core.knowledge.gguf.values import GgufValue
 
 
 def read_gguf_header(path: Path) -> GgufHeader:

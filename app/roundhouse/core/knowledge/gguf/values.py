@@ -8,9 +8,9 @@ from typing import TypeAlias
 
 from gguf.constants import GGUFValueType
 
-from roundhouse.core.models.gguf.cursor import Cursor
-from roundhouse.core.models.gguf.errors import GgufError
-from roundhouse.core.models.gguf.strings import skip_strings
+from roundhouse.core.knowledge.gguf.cursor import Cursor
+from roundhouse.core.knowledge.gguf.errors import GgufError
+from roundhouse.core.knowledge.gguf.strings import skip_strings
 
 
 @dataclass(frozen=True)

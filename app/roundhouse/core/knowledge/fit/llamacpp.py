@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from roundhouse.api.fit import DeviceKind, FitOptions, FitVerdict
-from roundhouse.core.models.fit import compute as cb
-from roundhouse.core.models.fit.cache import kv_layer_bytes
-from roundhouse.core.models.fit.devices import RAM_FOOTPRINT, Budget
-from roundhouse.core.models.fit.outcome import Load, Outcome
-from roundhouse.core.models.fit.placement import place
-from roundhouse.core.models.shape import ModelShape
+from roundhouse.core.knowledge.fit import compute as cb
+from roundhouse.core.knowledge.fit.cache import kv_layer_bytes
+from roundhouse.core.knowledge.fit.devices import RAM_FOOTPRINT, Budget
+from roundhouse.core.knowledge.fit.outcome import Load, Outcome
+from roundhouse.core.knowledge.fit.placement import place
+from roundhouse.core.knowledge.shape import ModelShape
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roundhouse.core.models.gguf.cursor import U64, Cursor
+from roundhouse.core.knowledge.gguf.cursor import U64, Cursor
 
 WINDOW = 1 << 20
 # Fewer strings than this are walked in Python: numpy's setup would cost more.
