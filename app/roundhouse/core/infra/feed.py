@@ -179,8 +179,9 @@ async def relay(
     min_interval_s: float = MIN_INTERVAL_S,
 ) -> None:
     """Publish `snapshot()` as `kind` now and after each change of any source, at most
-    every `min_interval_s`, until cancelled. A snapshot that fails is logged and tried
-    again at the next change: one kind's bug must not stop the feed."""
+    every `min_interval_s`, until cancelled (the feed leaves out a state equal to the
+    last). A snapshot that fails is logged and tried again at the next change: one kind's
+    bug must not stop the feed."""
     seen = [source.version for source in sources]
     while True:
         try:
@@ -193,7 +194,11 @@ async def relay(
             if state is not None:
                 feed.publish(kind, state)
         await asyncio.sleep(min_interval_s)
-        seen = await any_change(sources, seen, IDLE_WAIT_S)
+        # Read again only after a change: a state that moves with time alone (memory in
+        # use) is not published while nothing happens.
+        while (now := await any_change(sources, seen, IDLE_WAIT_S)) == seen:
+            pass
+        seen = now
 
 
 async def any_change(sources: Sequence[Changes], seen: list[int], timeout_s: float) -> list[int]:
