@@ -24,7 +24,7 @@ from roundhouse.api.starters import EngineSetupState, OptionKind
 from roundhouse.base.paths import resolve_home
 from roundhouse.base.units import format_bytes
 from roundhouse.client import DaemonClient
-from roundhouse.core.models.starters_catalog import load_starters
+from roundhouse.core.guide.catalog import load_starters
 from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.first_run.wizard import FirstRunWizard

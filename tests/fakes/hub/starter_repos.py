@@ -15,7 +15,7 @@ from pathlib import Path
 import gguf
 import pytest
 
-from roundhouse.core.models.starters_catalog import load_starters
+from roundhouse.core.guide.catalog import load_starters
 from tests.fakes.hub import HubStandin, hub_env, running_hub
 from tests.fakes.hub.build import copy_gguf, write_card, write_manifest
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf

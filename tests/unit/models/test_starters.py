@@ -31,19 +31,19 @@ from roundhouse.api.starters import (
 )
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.hardware.recommend import recommend
-from roundhouse.core.knowledge.fit import estimate_fit
-from roundhouse.core.models.hub.errors import HubUnavailableError
-from roundhouse.core.models.starters import comfort
-from roundhouse.core.models.starters_catalog import (
+from roundhouse.core.guide.catalog import (
     MB,
     StarterCatalogError,
     catalog_shape,
     load_starters,
     source_for,
 )
-from roundhouse.core.models.starters_engines import setup_guide
-from roundhouse.core.models.starters_service import Fit, starter_list
+from roundhouse.core.guide.choice import comfort
+from roundhouse.core.guide.starter_list import Fit, starter_list
+from roundhouse.core.guide.steps import setup_guide
+from roundhouse.core.hardware.recommend import recommend
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.models.hub.errors import HubUnavailableError
 from roundhouse.gui.first_run.words import download_words, fit_text, shown_options, state_text
 from tests.unit.models.test_fit_cases import (
     GIB,

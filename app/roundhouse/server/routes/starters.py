@@ -32,8 +32,8 @@ def _guided(engine: EngineId) -> EngineId:
 async def setup(services: Services, refresh: bool = False) -> SetupGuide:
     """This machine in one line and the engines the guide can set up, best first, each
     installed or with what installing it costs. Works offline."""
-    from roundhouse.core.models.starters_catalog import load_starters
-    from roundhouse.core.models.starters_engines import setup_guide
+    from roundhouse.core.guide.catalog import load_starters
+    from roundhouse.core.guide.steps import setup_guide
 
     inventory = await services.inventory()
     engines = await services.engines(refresh=refresh)
@@ -55,8 +55,8 @@ async def starters(
     fitted on this machine, then the library's models for it; the largest that fits
     comfortably is recommended. Offline, the starters are sized from the catalog
     and marked as needing a download; only models on this machine can be recommended."""
-    from roundhouse.core.models.starters_catalog import load_starters
-    from roundhouse.core.models.starters_service import starter_list
+    from roundhouse.core.guide.catalog import load_starters
+    from roundhouse.core.guide.starter_list import starter_list
 
     inventory = await services.inventory()
     if engine is None:
@@ -76,7 +76,7 @@ async def starters(
 async def serve(request: ServeStarterRequest, services: Services) -> ServedStarter:
     """Serve a downloaded model for the guide's first chat: give it a preset (unless it has
     one) and answer once the engine has loaded it; Ollama is attached or started."""
-    from roundhouse.core.models.starters_serve import serve_starter
+    from roundhouse.core.guide.serve import serve_starter
 
     _guided(request.engine)
     wait = services.settings.engines.ready_timeout_s + _SERVE_MARGIN_S
@@ -87,15 +87,15 @@ async def serve(request: ServeStarterRequest, services: Services) -> ServedStart
 async def ollama(services: Services) -> InstanceInfo:
     """An Ollama that answers: the one serving, one found running (attached), or `ollama
     serve` started now; 404 when Ollama is not installed."""
-    from roundhouse.core.models.starters_serve import ensure_ollama
+    from roundhouse.core.guide.serve import ensure_ollama
 
     wait = services.settings.engines.ready_timeout_s + _SERVE_MARGIN_S
     return await ensure_ollama(services.instance_service(), wait)
 
 
 async def _recommended(services: Services) -> EngineId:
-    from roundhouse.core.models.starters_catalog import load_starters
-    from roundhouse.core.models.starters_engines import setup_guide
+    from roundhouse.core.guide.catalog import load_starters
+    from roundhouse.core.guide.steps import setup_guide
 
     guide = setup_guide(
         await services.inventory(),

@@ -1,7 +1,7 @@
 """Which starter model suits this machine: the largest that fits comfortably, and why.
 
 Pure rules over fit reports and options; the sizing (Hub, catalog, disk) is done by
-starters_service. "Comfortably" means all on the GPU (or Apple's GPU share of unified
+starter_list. "Comfortably" means all on the GPU (or Apple's GPU share of unified
 memory); on a CPU alone, weights small enough to answer at reading pace and half the RAM
 at most, so the first chat does not make the machine crawl.
 """
@@ -15,7 +15,7 @@ from roundhouse.api.fit import FitEngine, FitReport, FitVerdict
 from roundhouse.api.library import LibraryModel, LibrarySource
 from roundhouse.api.starters import OptionKind, SetupCost, StarterOption
 from roundhouse.base.units import format_bytes
-from roundhouse.core.models.starters_catalog import StarterSource
+from roundhouse.core.guide.catalog import StarterSource
 
 GIB = 1024**3
 # About a 3B model at 4 bits: a few tokens a second on an ordinary laptop CPU; an 8B one

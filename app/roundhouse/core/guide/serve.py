@@ -25,8 +25,8 @@ from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.gateway.errors import GatewayError
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway.library import DEFAULT_PRESET, listed_id
+from roundhouse.core.guide.choice import STARTER_CONTEXT
 from roundhouse.core.instances.service import InstanceService
-from roundhouse.core.models.starters import STARTER_CONTEXT
 
 POLL_S = 0.1
 

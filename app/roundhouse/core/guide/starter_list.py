@@ -25,9 +25,8 @@ from roundhouse.api.starters import (
     StarterSpec,
 )
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.knowledge.fit import estimate_fit
-from roundhouse.core.models.hub.errors import HubUnavailableError
-from roundhouse.core.models.starters import (
+from roundhouse.core.guide.catalog import StarterSource, catalog_shape, source_for
+from roundhouse.core.guide.choice import (
     FIT_ENGINES,
     STARTER_CONTEXT,
     comfort,
@@ -36,7 +35,8 @@ from roundhouse.core.models.starters import (
     pick,
     serves,
 )
-from roundhouse.core.models.starters_catalog import StarterSource, catalog_shape, source_for
+from roundhouse.core.knowledge.fit import estimate_fit
+from roundhouse.core.models.hub.errors import HubUnavailableError
 
 Fit = Callable[[FitQuery], Awaitable[ModelFit]]
 # Library models listed besides the starters, at most (the smallest first).

@@ -16,8 +16,8 @@ from roundhouse.api.starters import (
     SetupGuide,
     StarterCatalog,
 )
+from roundhouse.core.guide.catalog import MB, engine_cost
 from roundhouse.core.hardware.backend import gib
-from roundhouse.core.models.starters_catalog import MB, engine_cost
 
 _INSTALLS = {
     EngineId.LLAMA_CPP: "Roundhouse downloads llama.cpp's official build for this machine "
