@@ -137,6 +137,7 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
 from roundhouse.cli.bench_commands import bench  # noqa: E402
 from roundhouse.cli.chat_command import chat, chats  # noqa: E402
 from roundhouse.cli.engines_commands import engines  # noqa: E402
+from roundhouse.cli.events_command import events  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import ollama_port as gateway_ollama_port  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import status as gateway_status  # noqa: E402
@@ -156,6 +157,7 @@ cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(chats)
 cli.add_command(engines)
+cli.add_command(events)
 cli.add_command(gateway)
 gateway.add_command(gateway_status)
 gateway.add_command(gateway_key)
