@@ -7,8 +7,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from roundhouse.core.gateway.live import LiveStats, engine_rates
 from roundhouse.core.gateway.sse import relay
-from roundhouse.core.metrics.live import LiveStats, engine_rates
 
 TIMINGS = {
     "prompt_n": 12,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from roundhouse.core.metrics.live import RECENT, LiveStats
+from roundhouse.core.gateway.live import RECENT, LiveStats
 
 
 class Clock:

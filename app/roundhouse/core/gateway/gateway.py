@@ -33,6 +33,7 @@ from roundhouse.core.gateway.library import (
     preset_library,
 )
 from roundhouse.core.gateway.listing import Listed, list_models, with_aliases
+from roundhouse.core.gateway.live import LiveStats
 from roundhouse.core.gateway.native import NativeApis
 from roundhouse.core.gateway.residency import expired
 from roundhouse.core.gateway.router import COMING, Route, held_back, route, serving
@@ -46,7 +47,6 @@ from roundhouse.core.gateway.upstream import (
 )
 from roundhouse.core.gateway.usage import UsageCounter
 from roundhouse.core.instances.service import InstanceService
-from roundhouse.core.metrics.live import LiveStats
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.metrics import SERIES, InstanceMetrics
+from roundhouse.core.gateway.live import InstanceLive
 from roundhouse.core.metrics.engine_figures import kv_usage, ollama_vram
 from roundhouse.core.metrics.flags import LOW_BANDWIDTH_USE, bandwidth_use, cpu_fallback
-from roundhouse.core.metrics.live import InstanceLive
 from roundhouse.core.metrics.process import ProcessReading
 
 
