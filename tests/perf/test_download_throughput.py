@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from roundhouse.core.models.downloads.transfer import (
+from roundhouse.core.infra.transfer.fetch import (
     Transfer,
     TransferPlan,
     TransferPolicy,

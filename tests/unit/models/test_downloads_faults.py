@@ -13,8 +13,9 @@ import pytest
 from roundhouse.api.downloads import DownloadRequest, DownloadState
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.errors import InvalidInputError
+from roundhouse.core.infra.transfer.writer import PartialFile
 from roundhouse.core.models.downloads import UnsafeNameError
-from roundhouse.core.models.downloads.writer import PartialFile, open_partial
+from roundhouse.core.models.downloads.layout import open_partial
 from tests.unit.models.test_downloads_server import (
     COMMIT,
     FakeHub,

@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 from huggingface_hub import hf_hub_download, scan_cache_dir
 
+from roundhouse.core.infra.transfer.rate import RollingRate
+from roundhouse.core.infra.transfer.verify import move_to_quarantine
 from roundhouse.core.models.downloads import NotEnoughSpaceError
-from roundhouse.core.models.downloads.layout import RepoCache, move_to_quarantine
-from roundhouse.core.models.downloads.rate import RollingRate
+from roundhouse.core.models.downloads.layout import RepoCache
 from roundhouse.core.models.downloads.space import (
     check_space,
     disk_full_words,
     existing_folder,
 )
-from roundhouse.core.models.hub_cache import hub_cache_dir
+from roundhouse.core.models.library.places import hub_cache_dir
 
 COMMIT = "1" * 40
 ETAG = "e" * 64

@@ -10,18 +10,20 @@ from pathlib import Path
 
 import pytest
 
+from roundhouse.core.infra.transfer.writer import (
+    fsync_path,
+    open_no_follow,
+    partial_size,
+    truncate_partial,
+)
 from roundhouse.core.models.downloads import UnsafeFolderError
 from roundhouse.core.models.downloads.folders import (
     Account,
     check_cache_folders,
     others_can_write,
 )
-from roundhouse.core.models.downloads.layout import RepoCache, fsync_path, partial_size
-from roundhouse.core.models.downloads.writer import (
-    open_no_follow,
-    open_partial,
-    truncate_partial,
-)
+from roundhouse.core.models.downloads.layout import RepoCache, open_partial
+from roundhouse.core.models.downloads.words import HUB_WORDS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX links and modes")
 
@@ -54,9 +56,9 @@ def test_a_planted_symlink_is_refused_and_its_target_untouched(
         open_partial(partial, append)
     assert str(partial) in caught.value.detail and "Delete it" in caught.value.detail
     with pytest.raises(UnsafeFolderError, match="is a link"):
-        truncate_partial(partial, 0)
+        truncate_partial(partial, 0, HUB_WORDS)
     with pytest.raises(UnsafeFolderError, match="is a link"):
-        fsync_path(partial)
+        fsync_path(partial, HUB_WORDS)
     assert partial_size(partial) == 0  # a link is not a partial: nothing to resume from
     _untouched(victim, before)
 
@@ -67,10 +69,10 @@ def test_without_o_nofollow_a_look_first_refuses_the_link(tmp_path: Path) -> Non
     partial = tmp_path / "x.incomplete"
     partial.symlink_to(victim)
     with pytest.raises(UnsafeFolderError, match="is a link"):
-        open_no_follow(partial, os.O_WRONLY | os.O_CREAT, nofollow=None)
+        open_no_follow(partial, os.O_WRONLY | os.O_CREAT, nofollow=None, words=HUB_WORDS)
     _untouched(victim, before)
     fresh = tmp_path / "y.incomplete"
-    os.close(open_no_follow(fresh, os.O_WRONLY | os.O_CREAT, nofollow=None))
+    os.close(open_no_follow(fresh, os.O_WRONLY | os.O_CREAT, nofollow=None, words=HUB_WORDS))
     assert fresh.is_file()
 
 
@@ -81,7 +83,7 @@ def test_a_planted_hard_link_is_refused_before_anything_is_emptied(tmp_path: Pat
     with pytest.raises(UnsafeFolderError, match="hard link"):
         open_partial(partial, False)  # emptying first would have emptied the victim
     with pytest.raises(UnsafeFolderError, match="hard link"):
-        truncate_partial(partial, 0)
+        truncate_partial(partial, 0, HUB_WORDS)
     _untouched(victim, before)
 
 
@@ -91,7 +93,7 @@ def test_a_planted_fifo_is_not_a_partial_file(tmp_path: Path) -> None:
     with pytest.raises(UnsafeFolderError, match="not a plain file"):
         open_partial(partial, True)  # without a reader, a blocking open would hang here
     with pytest.raises(UnsafeFolderError, match="not a plain file"):
-        truncate_partial(partial, 0)
+        truncate_partial(partial, 0, HUB_WORDS)
     assert partial_size(partial) == 0
 
 
@@ -105,7 +107,7 @@ def test_the_partial_file_is_created_private_appended_and_emptied(tmp_path: Path
     handle.write(b"def")
     handle.close()
     assert partial.read_bytes() == b"abcdef" and partial_size(partial) == 6
-    truncate_partial(partial, 2)
+    truncate_partial(partial, 2, HUB_WORDS)
     assert partial.read_bytes() == b"ab"
     open_partial(partial, False).close()
     assert partial.read_bytes() == b""

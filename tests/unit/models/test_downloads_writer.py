@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from roundhouse.core.infra.transfer.writer import PartialFile, PartialWriter
 from roundhouse.core.models.downloads import DiskFullError, DownloadError
-from roundhouse.core.models.downloads.writer import PartialFile, PartialWriter, open_partial
+from roundhouse.core.models.downloads.layout import open_partial
+from roundhouse.core.models.downloads.words import HUB_WORDS
 
 
 class _Recorder:
@@ -57,7 +59,7 @@ def test_a_full_disk_keeps_what_was_written(tmp_path: Path) -> None:
     recorder = _Recorder(path, room=1500)
 
     async def body() -> PartialWriter:
-        writer = await PartialWriter.open(path, 0, _opener(recorder))  # type: ignore[arg-type]
+        writer = await PartialWriter.open(path, 0, _opener(recorder), HUB_WORDS)  # type: ignore[arg-type]
         await writer.write([b"a" * 1000])
         await writer.write([b"b" * 1000])  # 500 fit, then the disk is full
         with pytest.raises(DiskFullError) as full:
@@ -80,7 +82,7 @@ def test_other_write_errors_name_the_file(tmp_path: Path) -> None:
     recorder.write = refuse  # type: ignore[method-assign]
 
     async def body() -> None:
-        writer = await PartialWriter.open(path, 0, _opener(recorder))  # type: ignore[arg-type]
+        writer = await PartialWriter.open(path, 0, _opener(recorder), HUB_WORDS)  # type: ignore[arg-type]
         await writer.write([b"a"])
         with pytest.raises(DownloadError, match=r"Cannot write .*Input/output error"):
             await writer.close()
@@ -93,7 +95,7 @@ def test_cancelling_waits_for_the_write_before_closing(tmp_path: Path) -> None:
     recorder = _Recorder(path, delay_s=0.3)
 
     async def body() -> None:
-        writer = await PartialWriter.open(path, 0, _opener(recorder))  # type: ignore[arg-type]
+        writer = await PartialWriter.open(path, 0, _opener(recorder), HUB_WORDS)  # type: ignore[arg-type]
 
         async def download() -> None:
             try:

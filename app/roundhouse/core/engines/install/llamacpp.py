@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import shutil
 import sys
 import threading
@@ -13,8 +14,10 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import httpx
 
+from roundhouse import __version__
 from roundhouse.api.engines import EngineId
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.installs import (
@@ -28,16 +31,23 @@ from roundhouse.api.installs import (
 )
 from roundhouse.core.engines.install.archive import extract_archive
 from roundhouse.core.engines.install.assets import choose_asset
-from roundhouse.core.engines.install.download import download_file, fsync_file, parse_digest
 from roundhouse.core.engines.install.errors import ChecksumError, InstallError
 from roundhouse.core.engines.install.layout import INSTALL_RECORD
 from roundhouse.core.engines.install.managed import ManagedBuilds
 from roundhouse.core.engines.install.releases import fetch_release
+from roundhouse.core.engines.install.words import RELEASE_WORDS
 from roundhouse.core.errors import ConflictError
 from roundhouse.core.infra.threads import check, run_stoppable
+from roundhouse.core.infra.transfer.fetch import Transfer, TransferPlan, TransferPolicy, new_session
+from roundhouse.core.infra.transfer.rate import RollingRate
+from roundhouse.core.infra.transfer.verify import Expected, check_finished
+from roundhouse.core.infra.transfer.writer import partial_size
 
-# GitHub's asset downloads redirect to a CDN; a read stalled this long is retried.
+# The release listing (GitHub's API) is read with httpx, as the other small JSON calls are.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=60.0)
+# GitHub's asset downloads redirect to a CDN; a read stalled this long is retried.
+STALL_TIMEOUT_S = 60.0
+_DIGEST = re.compile(r"^sha256[:-]([0-9a-fA-F]{64})$")
 
 
 async def plan_llamacpp_install(
@@ -65,7 +75,7 @@ async def install_llamacpp(
     engines_dir: Path,
     plan: InstallPlan,
     *,
-    client: httpx.AsyncClient | None = None,
+    session: aiohttp.ClientSession | None = None,
     on_progress: ProgressCallback | None = None,
     make_current: bool = True,
     allow_unverified: bool = False,
@@ -73,11 +83,12 @@ async def install_llamacpp(
 ) -> InstalledBuild:
     """Install the planned build as `<engines_dir>/llama.cpp/<tag>/`; returns it.
 
-    Files download into `.partial-<tag>/` beside it (a later call resumes them), are checked
-    against the release's size and sha256, and are unpacked there; only then is the build
-    renamed into place, in one step. Cancelling leaves only `.partial-<tag>/`. A release
-    asset without a sha256 digest is refused unless `allow_unverified`. Pass a plan made by
-    plan_llamacpp_install, never one a client sent: its URLs and digests are trusted.
+    Files download into `.partial-<tag>/` beside it through the shared transfer engine (a
+    later call resumes them), are checked against the release's size and sha256, and are
+    unpacked there; only then is the build renamed into place, in one step. Cancelling
+    leaves only `.partial-<tag>/`. A release asset without a sha256 digest is refused unless
+    `allow_unverified`. Pass a plan made by plan_llamacpp_install, never one a client sent:
+    its URLs and digests are trusted.
     """
     builds = ManagedBuilds(engines_dir)
     tag = plan.tag
@@ -91,11 +102,12 @@ async def install_llamacpp(
         digests = [_digest(a, allow_unverified) for a in files]
         partial = builds.partial_dir(tag)
         await asyncio.to_thread(builds.clean_trash)
-        async with _client(client) as http:
+        policy = TransferPolicy(stall_timeout_s=STALL_TIMEOUT_S, attempts=max(1, attempts))
+        async with _session(session) as http:
             done_before = 0
             total = plan.choice.total_bytes
             for asset, digest in zip(files, digests, strict=True):
-                await _download(http, asset, digest, partial, report, done_before, total, attempts)
+                await _download(http, asset, digest, partial, report, done_before, total, policy)
                 done_before += asset.size
         report(InstallStage.EXTRACTING, f"Unpacking {plan.choice.asset.name}")
         tree = await run_stoppable(lambda stop: _unpack(builds, partial, files, stop))
@@ -132,29 +144,56 @@ class _Reporter:
             )
 
 
+class _AssetHooks:
+    """The transfer's reports as install progress: this file's bytes after those before it,
+    at the rate the shared meter measures."""
+
+    def __init__(self, asset: ReleaseAsset, report: _Reporter, done_before: int, total: int):
+        self._asset = asset
+        self._report = report
+        self._done_before = done_before
+        self._total = total
+        self._rate = RollingRate()
+
+    def attempt_started(self, offset: int) -> None:
+        self._rate.reset(time.monotonic(), offset)
+
+    def received(self, received: int) -> None:
+        pass
+
+    def progress(self, received: int) -> None:
+        now = time.monotonic()
+        self._rate.add(now, received)
+        name = self._asset.name
+        self._report(
+            InstallStage.DOWNLOADING,
+            f"Downloading {name}",
+            file=name,
+            done_bytes=self._done_before + received,
+            total_bytes=self._total,
+            rate_bps=self._rate.speed(now) if self._rate.measuring else None,
+        )
+
+    async def checkpoint(self, durable: int, validator: str | None) -> None:
+        pass  # the partial file's size is the record: a later install resumes from it
+
+    def retrying(self, reason: str, delay_s: float) -> None:
+        pass
+
+
 async def _download(
-    http: httpx.AsyncClient,
+    session: aiohttp.ClientSession,
     asset: ReleaseAsset,
     digest: str | None,
     partial: Path,
     report: _Reporter,
     done_before: int,
     total: int,
-    attempts: int,
+    policy: TransferPolicy,
 ) -> None:
     _check_file_name(asset.name)
     dest = partial / asset.name
-
-    def progress(done: int, _size: int | None, rate: float | None) -> None:
-        report(
-            InstallStage.DOWNLOADING,
-            f"Downloading {asset.name}",
-            file=asset.name,
-            done_bytes=done_before + done,
-            total_bytes=total,
-            rate_bps=rate,
-        )
-
+    await asyncio.to_thread(lambda: partial.mkdir(parents=True, exist_ok=True))
     report(
         InstallStage.DOWNLOADING,
         f"Downloading {asset.name}",
@@ -162,23 +201,33 @@ async def _download(
         done_bytes=done_before,
         total_bytes=total,
     )
+    plan = TransferPlan(
+        label=asset.name,
+        url=asset.url,
+        partial=dest,
+        size=asset.size,
+        headers={"User-Agent": f"Roundhouse/{__version__}"},
+        durable=await asyncio.to_thread(partial_size, dest),  # what an earlier install left
+        words=RELEASE_WORDS,
+    )
+    hooks = _AssetHooks(asset, report, done_before, total)
     try:
-        await download_file(
-            http,
-            asset.url,
+        await Transfer(session, plan, hooks, policy, monotonic=time.monotonic).run()
+        report(InstallStage.VERIFYING, f"Checking {asset.name}", file=asset.name)
+        # A bad file is deleted, not set aside: a release asset is fetched again whole.
+        verdict = await check_finished(
             dest,
-            size=asset.size,
-            sha256=digest,
-            on_progress=progress,
-            on_verifying=lambda: report(
-                InstallStage.VERIFYING, f"Checking {asset.name}", file=asset.name
-            ),
-            attempts=attempts,
+            Expected(size=asset.size, sha256=digest),
+            quarantine_dir=None,
+            source="the release",
+            words=RELEASE_WORDS,
         )
+        if not verdict.ok:
+            raise RELEASE_WORDS.mismatch(asset.name, asset.size, verdict)
     except ChecksumError:
+        await asyncio.to_thread(dest.unlink, True)  # nothing of a wrong file is kept
         _remove_if_empty(partial)
         raise
-    await asyncio.to_thread(fsync_file, dest)
     verified = "size and sha256 match" if digest else "size matches; no sha256 to check"
     report(
         InstallStage.VERIFYING,
@@ -238,6 +287,17 @@ def _write_record(folder: Path, plan: InstallPlan) -> None:
     (folder / INSTALL_RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
 
 
+def parse_digest(digest: str) -> str:
+    """The hex of a "sha256:<hex>" digest; InstallError for anything else."""
+    found = _DIGEST.match(digest.strip())
+    if not found:
+        raise InstallError(
+            f"The release lists the digest {digest!r}, which is not a sha256; "
+            "Roundhouse cannot verify this file."
+        )
+    return found.group(1).lower()
+
+
 def _digest(asset: ReleaseAsset, allow_unverified: bool) -> str | None:
     if asset.digest:
         return parse_digest(asset.digest)
@@ -260,4 +320,15 @@ async def _client(client: httpx.AsyncClient | None) -> AsyncIterator[httpx.Async
         yield client
         return
     async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, follow_redirects=True) as http:
+        yield http
+
+
+@contextlib.asynccontextmanager
+async def _session(
+    session: aiohttp.ClientSession | None,
+) -> AsyncIterator[aiohttp.ClientSession]:
+    if session is not None:
+        yield session
+        return
+    async with new_session() as http:
         yield http

@@ -1,5 +1,6 @@
 """Model downloads: a persisted queue that resumes with Range into the Hugging Face cache."""
 
+from roundhouse.core.infra.transfer.fetch import TransferPolicy
 from roundhouse.core.models.downloads.errors import (
     DiskFullError,
     DownloadError,
@@ -13,8 +14,7 @@ from roundhouse.core.models.downloads.errors import (
 from roundhouse.core.models.downloads.layout import RepoCache
 from roundhouse.core.models.downloads.safety import UnsafeNameError
 from roundhouse.core.models.downloads.service import DownloadService, TokenSource
-from roundhouse.core.models.downloads.transfer import TransferPolicy
-from roundhouse.core.models.hub_cache import hub_cache_dir
+from roundhouse.core.models.library.places import hub_cache_dir
 
 __all__ = [
     "DiskFullError",

@@ -9,9 +9,9 @@ from collections.abc import Collection
 from roundhouse.api.downloads import UNFINISHED_STATES, DownloadState
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.infra.changes import Changes
+from roundhouse.core.infra.transfer.fetch import Clock
 from roundhouse.core.models.downloads.records import Entry
 from roundhouse.core.models.downloads.store import DownloadStore
-from roundhouse.core.models.downloads.transfer import Clock
 from roundhouse.core.models.downloads.views import Live
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from roundhouse.api.downloads import DownloadState
-from roundhouse.core.models.downloads.layout import RepoCache, partial_size
+from roundhouse.core.infra.transfer.writer import partial_size
+from roundhouse.core.models.downloads.layout import RepoCache
 from roundhouse.core.models.downloads.records import Entry
 from roundhouse.core.models.downloads.resolve import RemoteFile, ResolvedRepo
 from roundhouse.core.models.downloads.runner import find_cached

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from roundhouse.core.models.downloads.transfer import Clock
+from roundhouse.core.infra.transfer.fetch import Clock
 from roundhouse.core.models.downloads.views import Live
 
 

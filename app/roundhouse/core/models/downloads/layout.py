@@ -11,16 +11,16 @@ That is what `huggingface_hub` writes, so `hf_hub_download(local_files_only=True
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shutil
-import stat
 import uuid
 from pathlib import Path
 
 from huggingface_hub.file_download import repo_folder_name
 
+from roundhouse.core.infra.transfer import writer
+from roundhouse.core.infra.transfer.writer import PartialFile
 from roundhouse.core.models.downloads.safety import (
     check_commit,
     check_repo_id,
@@ -28,7 +28,7 @@ from roundhouse.core.models.downloads.safety import (
     contained,
     normalize_etag,
 )
-from roundhouse.core.models.downloads.writer import open_no_follow
+from roundhouse.core.models.downloads.words import HUB_WORDS
 
 log = logging.getLogger(__name__)
 
@@ -120,42 +120,11 @@ class RepoCache:
         return blob
 
 
-def partial_size(path: Path) -> int:
-    """The bytes a partial file holds; 0 when there is none, or something else is there (a
-    link is not followed: opening it for the download refuses it with words)."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return 0
-    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+def open_partial(path: Path, append: bool) -> PartialFile:
+    """The partial file for writing at its end, with the shared writer's checks told in
+    the downloads' words (the models folder, resume)."""
+    return writer.open_partial(path, append, HUB_WORDS)
 
 
 def remove_partial(path: Path) -> None:
     path.unlink(missing_ok=True)
-
-
-def fsync_path(path: Path) -> None:
-    """Flush a file's data to the disk before it is trusted after a crash."""
-    fd = open_no_follow(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def move_to_quarantine(source: Path, quarantine_dir: Path, name: str) -> Path:
-    """Move a file that failed its check to `quarantine_dir/name` (never deleting it); a
-    name already there gets a numbered twin."""
-    quarantine_dir.mkdir(parents=True, exist_ok=True)
-    target = quarantine_dir / name
-    counter = 1
-    while target.exists():
-        target = quarantine_dir / f"{name}.{counter}"
-        counter += 1
-    try:
-        source.replace(target)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        shutil.move(source, target)  # another disk: copied, then the source removed
-    return target

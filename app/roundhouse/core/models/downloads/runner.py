@@ -9,11 +9,7 @@ from pathlib import Path, PurePosixPath
 import aiohttp
 from huggingface_hub.file_download import hf_hub_url
 
-from roundhouse.core.models.downloads.errors import QuarantinedError
-from roundhouse.core.models.downloads.folders import check_cache_folders
-from roundhouse.core.models.downloads.layout import RepoCache, fsync_path, move_to_quarantine
-from roundhouse.core.models.downloads.records import Entry
-from roundhouse.core.models.downloads.transfer import (
+from roundhouse.core.infra.transfer.fetch import (
     Clock,
     Sleep,
     Transfer,
@@ -21,8 +17,13 @@ from roundhouse.core.models.downloads.transfer import (
     TransferPlan,
     TransferPolicy,
 )
-from roundhouse.core.models.downloads.verify import Expected, verify_file
-from roundhouse.core.models.downloads.writer import Opener
+from roundhouse.core.infra.transfer.verify import Expected, check_finished
+from roundhouse.core.infra.transfer.writer import Opener
+from roundhouse.core.models.downloads.errors import QuarantinedError
+from roundhouse.core.models.downloads.folders import check_cache_folders
+from roundhouse.core.models.downloads.layout import RepoCache
+from roundhouse.core.models.downloads.records import Entry
+from roundhouse.core.models.downloads.words import HUB_WORDS
 
 
 def label(entry: Entry) -> str:
@@ -90,6 +91,7 @@ class ItemRun:
             headers=self._headers,
             durable=entry.bytes_done,
             validator=entry.validator,
+            words=HUB_WORDS,
         )
         await Transfer(
             self._session,
@@ -101,13 +103,17 @@ class ItemRun:
             sleep=self._sleep,
         ).run()
         await self._on_verifying()
-        # Durable before it is trusted: the blob is never synced again.
-        await asyncio.to_thread(fsync_path, partial)
-        expected = Expected(size=entry.size, sha256=entry.sha256, git_oid=entry.git_oid)
-        verdict = await verify_file(partial, expected)
+        verdict = await check_finished(
+            partial,
+            Expected(size=entry.size, sha256=entry.sha256, git_oid=entry.git_oid),
+            quarantine_dir=self._quarantine_dir,
+            name=f"{entry.id}-{PurePosixPath(entry.path).name}",
+            source="the Hub",
+            words=HUB_WORDS,
+        )
         if not verdict.ok:
-            name = f"{entry.id}-{PurePosixPath(entry.path).name}"
-            moved = await asyncio.to_thread(move_to_quarantine, partial, self._quarantine_dir, name)
+            moved = verdict.moved_to
+            assert moved is not None, "a quarantine folder was given"
             raise QuarantinedError(
                 f"{label(entry)} does not match the Hub: {verdict.reason}. It was moved to "
                 f"{moved} (not deleted) for you to inspect or remove; resume to download it "

@@ -18,6 +18,8 @@ from roundhouse import __version__
 from roundhouse.api.downloads import UNFINISHED_STATES, DownloadState
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.infra.transfer.fetch import Clock, Sleep, TransferPolicy
+from roundhouse.core.infra.transfer.writer import Opener
 from roundhouse.core.models.downloads.book import QueueBook
 from roundhouse.core.models.downloads.entries import partial_path
 from roundhouse.core.models.downloads.errors import DiskFullError, QuarantinedError
@@ -25,9 +27,7 @@ from roundhouse.core.models.downloads.hooks import EntryHooks
 from roundhouse.core.models.downloads.layout import remove_partial
 from roundhouse.core.models.downloads.runner import ItemRun
 from roundhouse.core.models.downloads.space import DiskUsage, disk_full_words, free_bytes
-from roundhouse.core.models.downloads.transfer import Clock, Sleep, TransferPolicy
 from roundhouse.core.models.downloads.views import Intent, Live
-from roundhouse.core.models.downloads.writer import Opener
 
 log = logging.getLogger(__name__)
 

@@ -26,19 +26,19 @@ from roundhouse.api.downloads import (
 )
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
+from roundhouse.core.infra.transfer.fetch import Clock, Sleep, TransferPolicy, new_session
+from roundhouse.core.infra.transfer.writer import Opener
 from roundhouse.core.models.downloads.book import QueueBook
 from roundhouse.core.models.downloads.entries import known_entry, new_entry
 from roundhouse.core.models.downloads.errors import DownloadStateError
 from roundhouse.core.models.downloads.folders import check_cache_folders
-from roundhouse.core.models.downloads.layout import RepoCache
+from roundhouse.core.models.downloads.layout import RepoCache, open_partial
 from roundhouse.core.models.downloads.resolve import HubResolver, Resolver, check_request
 from roundhouse.core.models.downloads.runner import label
 from roundhouse.core.models.downloads.scheduler import RunDeps, Scheduler
 from roundhouse.core.models.downloads.space import DiskUsage, check_space, free_bytes
 from roundhouse.core.models.downloads.store import QUEUE_FILE, DownloadStore
-from roundhouse.core.models.downloads.transfer import Clock, Sleep, TransferPolicy, new_session
 from roundhouse.core.models.downloads.views import Intent, Live, item_of, queue_view
-from roundhouse.core.models.downloads.writer import Opener, open_partial
 
 log = logging.getLogger(__name__)
 

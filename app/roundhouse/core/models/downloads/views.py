@@ -13,7 +13,7 @@ from roundhouse.api.downloads import (
     DownloadState,
     DownloadTotals,
 )
-from roundhouse.core.models.downloads.rate import RollingRate
+from roundhouse.core.infra.transfer.rate import RollingRate
 from roundhouse.core.models.downloads.records import Entry
 
 

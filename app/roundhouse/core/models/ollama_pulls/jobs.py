@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from roundhouse.api.downloads import DownloadState, OllamaPullItem
 from roundhouse.api.ollama import OllamaPullProgress
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.models.downloads.rate import RollingRate
+from roundhouse.core.infra.transfer.rate import RollingRate
 from roundhouse.core.models.downloads.views import Intent
 from roundhouse.core.models.ollama_pulls.records import PullEntry
 

@@ -1,4 +1,5 @@
-"""Speed over a rolling window, ETA and stall from timed byte counts (pure; the clock is given)."""
+"""The one rate meter: speed over a rolling window, ETA and stall from timed byte counts
+(pure; the clock is given). Downloads, installs and Ollama pulls all measure with it."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ class RollingRate:
         # Keep one point at or before the window's start as the baseline.
         while len(self._points) > 2 and self._points[1][0] <= now - self.window_s:
             self._points.popleft()
+
+    @property
+    def measuring(self) -> bool:
+        """Whether there are two samples, so a speed means something."""
+        return len(self._points) >= 2
 
     def speed(self, now: float) -> float:
         if len(self._points) < 2:

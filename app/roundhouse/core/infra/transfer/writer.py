@@ -1,4 +1,7 @@
-"""The partial file, written in large buffers by a worker thread while the next one arrives."""
+"""The partial file, written in large buffers by a worker thread while the next one arrives.
+
+Opened never through a link, a second name or a device planted at its name; what the OS
+refuses is told in the caller's words (`TransferWords`)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from roundhouse.core.models.downloads.errors import DiskFullError, DownloadError, UnsafeFolderError
+from roundhouse.core.infra.transfer.words import PLAIN_WORDS, TransferWords
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 # Where the OS has it (not Windows), a link as the last part of the path fails the open.
@@ -33,11 +36,11 @@ class PartialFile(Protocol):
 Opener = Callable[[Path, bool], PartialFile]
 
 
-def open_partial(path: Path, append: bool) -> PartialFile:
+def open_partial(path: Path, append: bool, words: TransferWords = PLAIN_WORDS) -> PartialFile:
     """The partial file for writing at its end (emptied first unless `append`), never
     through a link, a second name or a device planted in its place (a shared cache):
-    UnsafeFolderError then, and whatever was planted, or points elsewhere, is not touched."""
-    fd = open_no_follow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    words.planted then, and whatever was planted, or points elsewhere, is not touched."""
+    fd = open_no_follow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, words=words)
     if not append:
         try:
             os.ftruncate(fd, 0)  # after the checks, not O_TRUNC: a hard link's target stays
@@ -49,32 +52,38 @@ def open_partial(path: Path, append: bool) -> PartialFile:
     return os.fdopen(fd, "ab", buffering=0)
 
 
-def truncate_partial(path: Path, size: int) -> None:
+def truncate_partial(path: Path, size: int, words: TransferWords = PLAIN_WORDS) -> None:
     """Cut the partial file back to `size` bytes, with open_partial's checks."""
-    fd = open_no_follow(path, os.O_WRONLY)
+    fd = open_no_follow(path, os.O_WRONLY, words=words)
     try:
         os.ftruncate(fd, size)
     finally:
         os.close(fd)
 
 
-def open_no_follow(path: Path, flags: int, nofollow: int | None = NOFOLLOW) -> int:
+def open_no_follow(
+    path: Path,
+    flags: int,
+    nofollow: int | None = NOFOLLOW,
+    *,
+    words: TransferWords = PLAIN_WORDS,
+) -> int:
     """os.open of a plain file with no other name, never through a link: O_NOFOLLOW where
     the OS has it, else (Windows) a look at the path first, where a symlink or any other
-    reparse point is refused. UnsafeFolderError for anything else found at `path`."""
+    reparse point is refused. words.planted for anything else found at `path`."""
     # Non-blocking while it opens: a FIFO planted at the name would hang a writer for good.
     flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0) | _NONBLOCK
     if nofollow is None:
-        _refuse_planted(path)
+        _refuse_planted(path, words)
     else:
         flags |= nofollow
     try:
         fd = os.open(path, flags, _PARTIAL_MODE)
     except OSError:
-        _refuse_planted(path)  # ELOOP (EMLINK on FreeBSD) for a link, ENXIO for a FIFO
+        _refuse_planted(path, words)  # ELOOP (EMLINK on FreeBSD) for a link, ENXIO for a FIFO
         raise
     try:
-        check_own_file(path, os.fstat(fd))
+        check_own_file(path, os.fstat(fd), words)
         if _NONBLOCK:
             os.set_blocking(fd, True)
     except BaseException:
@@ -83,52 +92,63 @@ def open_no_follow(path: Path, flags: int, nofollow: int | None = NOFOLLOW) -> i
     return fd
 
 
-def check_own_file(path: Path, info: os.stat_result) -> None:
-    """UnsafeFolderError unless the open file is a plain file with no other name: a hard link
+def check_own_file(path: Path, info: os.stat_result, words: TransferWords = PLAIN_WORDS) -> None:
+    """words.planted unless the open file is a plain file with no other name: a hard link
     planted at the partial's name would have the download write into its other name."""
     if not stat.S_ISREG(info.st_mode):
-        raise UnsafeFolderError(_planted_words(path, "is not a plain file"))
+        raise words.planted(path, "is not a plain file")
     if info.st_nlink > 1:
-        raise UnsafeFolderError(_planted_words(path, "has another name elsewhere (a hard link)"))
+        raise words.planted(path, "has another name elsewhere (a hard link)")
 
 
-def _refuse_planted(path: Path) -> None:
-    """UnsafeFolderError when a link or anything but a plain file is at `path`."""
+def _refuse_planted(path: Path, words: TransferWords) -> None:
+    """words.planted when a link or anything but a plain file is at `path`."""
     try:
         info = os.lstat(path)
     except OSError:
         return
     reparse = getattr(info, "st_file_attributes", 0) & stat.FILE_ATTRIBUTE_REPARSE_POINT
     if stat.S_ISLNK(info.st_mode) or reparse:
-        raise UnsafeFolderError(_planted_words(path, "is a link"))
+        raise words.planted(path, "is a link")
     if not stat.S_ISREG(info.st_mode):
-        raise UnsafeFolderError(_planted_words(path, "is not a plain file"))
+        raise words.planted(path, "is not a plain file")
 
 
-def _planted_words(path: Path, what: str) -> str:
-    return (
-        f"The partial download {path} {what}, not the file Roundhouse writes: something "
-        "else put it in the models folder, and Roundhouse does not write through it. Delete "
-        f"it, make sure no other account can write to {path.parent}, then resume."
-    )
-
-
-def write_error(path: Path, exc: OSError) -> DownloadError:
+def write_error(path: Path, exc: OSError, words: TransferWords = PLAIN_WORDS) -> Exception:
     """A full disk (or quota) says so; any other failure names the file and the reason."""
     if exc.errno in _FULL:
-        return DiskFullError(path.parent)
-    return DownloadError(
-        f"Cannot write {path}: {exc.strerror or exc}. Check that the folder is writable, "
-        "then resume the download; the part already downloaded is kept."
-    )
+        return words.disk_full(path)
+    return words.write_failed(path, str(exc.strerror or exc))
+
+
+def partial_size(path: Path) -> int:
+    """The bytes a partial file holds; 0 when there is none, or something else is there (a
+    link is not followed: opening it for the download refuses it with words)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def fsync_path(path: Path, words: TransferWords = PLAIN_WORDS) -> None:
+    """Flush a finished file's data to the disk before it is trusted after a crash."""
+    fd = open_no_follow(path, os.O_RDONLY, words=words)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class PartialWriter:
     """Appends buffers to the partial file one at a time in a worker thread, so the next
     buffer is received meanwhile. `synced` counts the bytes made durable by fsync."""
 
-    def __init__(self, path: Path, handle: PartialFile, start: int) -> None:
+    def __init__(
+        self, path: Path, handle: PartialFile, start: int, words: TransferWords = PLAIN_WORDS
+    ) -> None:
         self.path = path
+        self._words = words
         self._handle = handle
         self.written = start
         self.synced = start
@@ -136,13 +156,15 @@ class PartialWriter:
         self._closed = False
 
     @classmethod
-    async def open(cls, path: Path, start: int, opener: Opener) -> PartialWriter:
+    async def open(
+        cls, path: Path, start: int, opener: Opener, words: TransferWords = PLAIN_WORDS
+    ) -> PartialWriter:
         """Open for appending at `start` (the file's size), or emptied when `start` is 0."""
         try:
             handle = await asyncio.to_thread(opener, path, start > 0)
         except OSError as exc:
-            raise write_error(path, exc) from exc
-        return cls(path, handle, start)
+            raise write_error(path, exc, words) from exc
+        return cls(path, handle, start, words)
 
     async def write(self, chunks: list[bytes], *, sync: bool = False) -> None:
         """Hand `chunks` over (the writer owns the list now) once the previous write is
@@ -164,7 +186,7 @@ class PartialWriter:
             if sync:
                 self._fsync()
         except OSError as exc:
-            raise write_error(self.path, exc) from exc
+            raise write_error(self.path, exc, self._words) from exc
 
     def _fsync(self) -> None:
         written = self.written

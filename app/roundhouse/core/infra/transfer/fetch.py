@@ -18,13 +18,12 @@ from typing import Protocol
 import aiohttp
 import certifi
 
-from roundhouse.base.units import format_bytes
-from roundhouse.core.models.downloads.errors import DownloadError, GatedRepoError
-from roundhouse.core.models.downloads.layout import partial_size
-from roundhouse.core.models.downloads.writer import (
+from roundhouse.core.infra.transfer.words import PLAIN_WORDS, TransferWords
+from roundhouse.core.infra.transfer.writer import (
     Opener,
     PartialWriter,
     open_partial,
+    partial_size,
     truncate_partial,
 )
 
@@ -39,6 +38,8 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class TransferPolicy:
+    """How hard to try, and how often to report and make bytes durable."""
+
     stall_timeout_s: float = 30.0
     attempts: int = 5
     backoff_base_s: float = 1.0
@@ -57,16 +58,21 @@ class TransferPolicy:
 
 @dataclass
 class TransferPlan:
-    label: str  # how to name the file to a user: "org/name: path"
+    """One file to fetch: where from, into which partial, how big, resumed from where."""
+
+    label: str  # how to name the file to a user: "org/name: path", "llama-b1.tar.gz"
     url: str
     partial: Path
     size: int
     headers: dict[str, str]  # authorization and user agent
     durable: int = 0  # bytes of the partial known to be on disk
     validator: str | None = None  # the server's strong ETag for those bytes (If-Range)
+    words: TransferWords = PLAIN_WORDS  # the caller's sentences for each failure
 
 
 class TransferHooks(Protocol):
+    """What a transfer tells its caller as it goes."""
+
     def attempt_started(self, offset: int) -> None: ...
     def received(self, received: int) -> None: ...  # every chunk: keep it cheap
     def progress(self, received: int) -> None: ...  # a few times a second
@@ -75,8 +81,8 @@ class TransferHooks(Protocol):
 
 
 def new_session() -> aiohttp.ClientSession:
-    """The HTTP session downloads use: aiohttp for its C parser (httpx reached half of
-    curl's speed here, aiohttp more than curl's), the proxy from the environment and
+    """The HTTP session transfers use: aiohttp for its C parser (httpx reached half of
+    curl's speed here, aiohttp more than curl's; ADR 28), the proxy from the environment and
     certifi's certificates, as huggingface_hub and httpx use; nothing decompressed."""
     context = ssl.create_default_context(cafile=certifi.where())
     return aiohttp.ClientSession(
@@ -96,8 +102,8 @@ class _Retry(Exception):
 
 
 class Transfer:
-    """Fetch `plan.url` until the partial file holds `plan.size` bytes, or raise
-    DownloadError; cancellation leaves the partial synced and recorded."""
+    """Fetch `plan.url` until the partial file holds `plan.size` bytes, or raise the error
+    `plan.words` builds; cancellation leaves the partial synced and recorded."""
 
     def __init__(
         self,
@@ -137,10 +143,8 @@ class Transfer:
                 failures = 0 if self._received - offset >= PROGRESS_RESETS_FAILURES else failures
                 failures += 1
                 if failures >= self._policy.attempts:
-                    raise DownloadError(
-                        f"Downloading {self.plan.label} failed: {exc.reason}, {failures} times "
-                        f"in a row. The {format_bytes(self.plan.durable)} downloaded so far "
-                        "are kept: check the connection, then resume."
+                    raise self.plan.words.gave_up(
+                        self.plan.label, exc.reason, failures, self.plan.durable
                     ) from exc
                 delay = self._policy.backoff(failures)
                 self._hooks.retrying(exc.reason, delay)
@@ -158,7 +162,7 @@ class Transfer:
         if offset > self.plan.size:
             offset = 0
         if have > offset:
-            truncate_partial(self.plan.partial, offset)
+            truncate_partial(self.plan.partial, offset, self.plan.words)
         self._received = offset
         return offset
 
@@ -185,10 +189,7 @@ class Transfer:
         except TimeoutError as exc:
             raise _Retry(f"no data arrived for {self._policy.stall_timeout_s:g} s") from exc
         except (aiohttp.TooManyRedirects, aiohttp.InvalidURL) as exc:
-            raise DownloadError(
-                f"Downloading {self.plan.label} failed: the server redirected too often or "
-                f"to an address Roundhouse does not follow ({exc}). Try again later."
-            ) from exc
+            raise self.plan.words.redirects(self.plan.label, exc) from exc
         except aiohttp.ClientError as exc:
             raise _Retry(f"the connection failed ({exc or type(exc).__name__})") from exc
         if self._received < self.plan.size:
@@ -218,45 +219,20 @@ class Transfer:
             raise _Retry("the server refused to resume", restart=True)
         if status in (408, 429) or status >= 500:
             raise _Retry(f"the server answered HTTP {status}")
-        raise self._refusal(reply)
+        raise self.plan.words.refused(self.plan.label, self.plan.url, status, reply.headers)
 
     def _check_size(self, total: int | None) -> None:
         if total is not None and total != self.plan.size:
-            raise DownloadError(
-                f"The server offers {total:,} bytes for {self.plan.label}, but the Hub lists "
-                f"{self.plan.size:,}. The repository may have changed: add the download again."
-            )
+            raise self.plan.words.wrong_size(self.plan.label, total, self.plan.size)
 
     def _take_validator(self, reply: aiohttp.ClientResponse) -> None:
         etag = reply.headers.get("etag")
         # If-Range takes only a strong validator (RFC 9110 13.1.5).
         self.plan.validator = etag if etag and not etag.startswith("W/") else None
 
-    def _refusal(self, reply: aiohttp.ClientResponse) -> DownloadError:
-        code = reply.headers.get("x-error-code", "")
-        status = reply.status
-        if code == "GatedRepo" or (status in (401, 403) and "gated" in code.lower()):
-            return GatedRepoError(
-                f"{self.plan.label} is in a gated repository: accept its terms on "
-                "huggingface.co, store your Hugging Face token in Roundhouse, then resume."
-            )
-        if status in (401, 403):
-            return GatedRepoError(
-                f"The Hub refused {self.plan.label} (HTTP {status}): the repository is private "
-                "or gated. Store a Hugging Face token that may read it, then resume."
-            )
-        if status == 404:
-            return DownloadError(
-                f"{self.plan.label} is no longer on the Hub at that commit; add the download "
-                "again to get the current files."
-            )
-        return DownloadError(
-            f"The Hub answered HTTP {status} for {self.plan.label}; try again later."
-        )
-
     async def _receive(self, reply: aiohttp.ClientResponse, start: int) -> None:
         policy = self._policy
-        writer = await PartialWriter.open(self.plan.partial, start, self._opener)
+        writer = await PartialWriter.open(self.plan.partial, start, self._opener, self.plan.words)
         self._received = start
         self._hooks.received(start)
         if start < self.plan.durable:  # started over: the file was emptied
@@ -267,15 +243,13 @@ class Transfer:
         now = self._monotonic()
         last_flush = last_progress = last_checkpoint = now
         keep = True
+        words = self.plan.words
         try:
             async for chunk in reply.content.iter_any():
                 self._received += len(chunk)
                 if self._received > self.plan.size:
                     keep = False
-                    raise DownloadError(
-                        f"The server sent more than the {self.plan.size:,} bytes of "
-                        f"{self.plan.label}; the extra was not kept. Try again later."
-                    )
+                    raise words.oversent(self.plan.label, self.plan.size)
                 chunks.append(chunk)
                 buffered += len(chunk)
                 self._hooks.received(self._received)
@@ -286,15 +260,16 @@ class Transfer:
                 if buffered < policy.buffer_bytes and now - last_flush < policy.flush_every_s:
                     continue
                 sync = now - last_checkpoint >= policy.checkpoint_every_s
-                await writer.write(chunks, sync=sync)
+                try:
+                    await writer.write(chunks, sync=sync)
+                except Exception:
+                    keep = False  # the file refused bytes: writing more would fail again
+                    raise
                 chunks, buffered, last_flush = [], 0, now
                 if sync:
                     last_checkpoint = now
                 if writer.synced != self.plan.durable:
                     await self._checkpoint(writer.synced)
-        except DownloadError:
-            keep = False
-            raise
         finally:
             await self._finish(writer, chunks if keep else [])
 
