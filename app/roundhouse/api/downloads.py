@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 
 class _Frozen(BaseModel):
@@ -60,6 +60,7 @@ class DownloadRequest(_Frozen):
 class DownloadItem(_Frozen):
     """One file of the queue."""
 
+    kind: Literal["hub"] = Field(default="hub", description="a file from the Hugging Face Hub")
     id: str
     repo: str
     revision: str
@@ -90,12 +91,14 @@ class DownloadItem(_Frozen):
         return max(0, self.size - self.bytes_done)
 
 
-# Ids of Ollama pull jobs start with this; the others are files from the Hub.
+# Ids of Ollama pull jobs start with this, for people to tell them apart; programs read an
+# item's `kind`.
 OLLAMA_ID_PREFIX = "ollama-"
 
 
 def is_ollama_pull(item_id: str) -> bool:
-    """Whether the id names an Ollama pull job (the routes and clients dispatch on it)."""
+    """Whether the id names an Ollama pull job. Going: the queue (core/models/queue.py) asks
+    the pulls whether they hold an item instead."""
     return item_id.startswith(OLLAMA_ID_PREFIX)
 
 
@@ -136,8 +139,12 @@ class OllamaPullItem(_Frozen):
         return max(0, self.size - self.bytes_done)
 
 
-# What the item routes answer: a file from the Hub or an Ollama pull (by the id's prefix).
-AnyDownloadItem = DownloadItem | OllamaPullItem
+# What the item routes answer: a file from the Hub or an Ollama pull, as its `kind` says.
+AnyDownloadItem = Annotated[DownloadItem | OllamaPullItem, Field(discriminator="kind")]
+
+
+class DownloadItemReply(RootModel[AnyDownloadItem]):
+    """An item route's answer read by its `kind` (clients parse it with this)."""
 
 
 class DownloadTotals(_Frozen):

@@ -12,12 +12,11 @@ from pydantic import BaseModel
 
 from roundhouse.api.downloads import (
     AnyDownloadItem,
-    DownloadItem,
+    DownloadItemReply,
     DownloadQueueView,
     DownloadRequest,
     OllamaDownloadRequest,
     OllamaPullItem,
-    is_ollama_pull,
 )
 from roundhouse.api.fit import FitQuery, ModelFit
 from roundhouse.api.instances import InstanceInfo
@@ -39,12 +38,6 @@ _LOAD = httpx.Timeout(10.0, connect=2.0, read=7500.0)
 
 def _item(item_id: str, action: str = "") -> str:
     return "/downloads/" + quote(item_id, safe="") + (f"/{action}" if action else "")
-
-
-def _item_model(item_id: str) -> type[DownloadItem] | type[OllamaPullItem]:
-    """The daemon answers an Ollama pull's id with an OllamaPullItem, a file's with a
-    DownloadItem."""
-    return OllamaPullItem if is_ollama_pull(item_id) else DownloadItem
 
 
 class ModelsMixin:
@@ -77,18 +70,20 @@ class ModelsMixin:
         )
 
     async def download(self, item_id: str) -> AnyDownloadItem:
-        return await self._request("GET", _item(item_id), _item_model(item_id))
+        # A file from the Hub or an Ollama pull: the answer's `kind` says which.
+        return (await self._request("GET", _item(item_id), DownloadItemReply)).root
 
     async def pause_download(self, item_id: str) -> AnyDownloadItem:
-        return await self._request("POST", _item(item_id, "pause"), _item_model(item_id))
+        return (await self._request("POST", _item(item_id, "pause"), DownloadItemReply)).root
 
     async def resume_download(self, item_id: str) -> AnyDownloadItem:
-        return await self._request(
-            "POST", _item(item_id, "resume"), _item_model(item_id), timeout=_SLOW
+        reply = await self._request(
+            "POST", _item(item_id, "resume"), DownloadItemReply, timeout=_SLOW
         )
+        return reply.root
 
     async def cancel_download(self, item_id: str) -> AnyDownloadItem:
-        return await self._request("POST", _item(item_id, "cancel"), _item_model(item_id))
+        return (await self._request("POST", _item(item_id, "cancel"), DownloadItemReply)).root
 
     async def clear_finished_downloads(self) -> DownloadQueueView:
         return await self._request("POST", "/downloads/clear", DownloadQueueView)

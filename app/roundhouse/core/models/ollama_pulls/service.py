@@ -98,6 +98,10 @@ class OllamaPulls:
     def get(self, item_id: str) -> OllamaPullItem:
         return item_of(self._job(item_id), self._monotonic())
 
+    def holds(self, item_id: str) -> bool:
+        """Whether the item is one of these pulls (the queue asks, not the id's prefix)."""
+        return item_id in self.jobs
+
     @property
     def version(self) -> int:
         return self._changes.version
@@ -282,6 +286,12 @@ class OllamaPulls:
         job.intent = intent
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        if job.task is task:
+            # Cancelled before it ever ran (a pause just after the add): its own ending
+            # never ran either, so it is done here.
+            job.task, job.intent = None, None
+            self._after_stop(job, intent)
+            await self._after_run(job)
 
     # -- the book ----------------------------------------------------------------------------
 
