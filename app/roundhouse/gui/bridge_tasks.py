@@ -34,7 +34,7 @@ class TasksMixin:
         request: Callable[[DaemonClient], Awaitable[T]],
         on_success: Callable[[T], None] | None = None,
     ) -> Call:
-        """Run one client request in the background (for the calls in daemon_calls)."""
+        """Run one client request in the background (for the call groups in gui/calls)."""
         return self._call(what, request, on_success)
 
     def follow(

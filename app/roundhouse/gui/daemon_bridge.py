@@ -19,8 +19,10 @@ from roundhouse.gui.backoff import Backoff
 from roundhouse.gui.bridge_instances import InstancesMixin
 from roundhouse.gui.bridge_session import CLOSE_GRACE_S, SessionMixin
 from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.calls.installs import InstallCalls
+from roundhouse.gui.calls.ollama import OllamaCalls
+from roundhouse.gui.calls.settings import SettingsCalls
 from roundhouse.gui.connection_state import ConnectionState
-from roundhouse.gui.daemon_calls import InstallCalls, OllamaCalls, SettingsCalls
 
 __all__ = ["Backoff", "Call", "ConnectionState", "DaemonBridge", "Failure", "Follow"]
 
@@ -30,7 +32,7 @@ class DaemonBridge(SessionMixin, InstancesMixin, QObject):
 
     Its parts: the connection session (bridge_session), the instance list and actions
     (bridge_instances), background calls and follows (bridge_tasks), and the calls of each
-    concern by name (daemon_calls).
+    concern by name (the calls package).
     """
 
     state_changed = Signal(str)  # a ConnectionState value

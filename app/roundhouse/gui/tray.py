@@ -14,11 +14,11 @@ from PySide6.QtWidgets import QMenu, QMessageBox, QSystemTrayIcon
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.gui.active_model import ActiveModel
 from roundhouse.gui.call import Failure
+from roundhouse.gui.calls.settings import patch_settings, with_ui
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.icons import TrayState, tray_icon
 from roundhouse.gui.main_window import MainWindow
 from roundhouse.gui.quit_flow import QuitController
-from roundhouse.gui.settings_patch import patch_settings, with_ui
 from roundhouse.gui.tray_status import (
     STATE_WORDS,
     instance_label,

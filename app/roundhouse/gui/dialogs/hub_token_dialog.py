@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.hub import HubTokenSource, HubTokenStatus
 from roundhouse.gui.call import Call, Failure
-from roundhouse.gui.widgets.models_calls import ModelsCalls
+from roundhouse.gui.calls.models import ModelsCalls
 
 TOKENS_PAGE = "https://huggingface.co/settings/tokens"
 

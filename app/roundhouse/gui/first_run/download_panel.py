@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, DownloadState
 from roundhouse.api.starters import StarterOption
 from roundhouse.gui.call import Failure, Follow
-from roundhouse.gui.first_run.calls import FirstRunCalls
+from roundhouse.gui.calls.first_run import FirstRunCalls
 from roundhouse.gui.widgets.models_download_row import DownloadRow
 
 REPAINT_MS = 250

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from roundhouse.api.starters import EngineChoice, ServedStarter, SetupGuide, StarterOption
 from roundhouse.gui.call import Failure
-from roundhouse.gui.first_run.calls import FirstRunCalls
+from roundhouse.gui.calls.first_run import FirstRunCalls
 
 
 @dataclass

@@ -11,8 +11,8 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QWidget, QWizard
 
 from roundhouse.gui.call import Call
+from roundhouse.gui.calls.first_run import FirstRunCalls
 from roundhouse.gui.daemon_bridge import DaemonBridge
-from roundhouse.gui.first_run.calls import FirstRunCalls
 from roundhouse.gui.first_run.chat_step import ChatStep
 from roundhouse.gui.first_run.engine_step import EngineStep
 from roundhouse.gui.first_run.hardware_step import HardwareStep

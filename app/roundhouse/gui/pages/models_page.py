@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.downloads import DownloadQueueView
 from roundhouse.api.hub import HubModelSummary, HubTokenStatus
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.hub_token_dialog import HubTokenDialog
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_details import ModelDetailsView
 from roundhouse.gui.widgets.models_downloads import DownloadsPanel
 from roundhouse.gui.widgets.models_fit import FitCache

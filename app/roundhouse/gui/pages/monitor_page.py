@@ -19,9 +19,9 @@ from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.metrics import MetricsHistory, MetricsSnapshot
 from roundhouse.api.settings import UiSettings
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
+from roundhouse.gui.calls.monitor import MonitorCalls
 from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.monitor_buffer import MetricsBuffer
-from roundhouse.gui.widgets.monitor_calls import MonitorCalls
 from roundhouse.gui.widgets.monitor_charts import MonitorCharts
 from roundhouse.gui.widgets.monitor_flags import MonitorFlags
 from roundhouse.gui.widgets.sample_buffer import SampleBuffer

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QScrollArea, QVB
 
 from roundhouse.api.settings import Settings, UiSettings
 from roundhouse.gui.call import CallSlot, Failure
+from roundhouse.gui.calls.settings import patch_settings
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
-from roundhouse.gui.settings_patch import patch_settings
 from roundhouse.gui.widgets.desktop_settings import DesktopSettingsSection
 from roundhouse.gui.widgets.gateway_settings import GatewaySettingsSection
 from roundhouse.gui.widgets.settings_daemon import AT_NEXT_START, DaemonSettingsSection

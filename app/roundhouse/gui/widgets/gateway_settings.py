@@ -30,28 +30,10 @@ from PySide6.QtWidgets import (
 from roundhouse.api.gateway import GatewayKey, GatewayStatus
 from roundhouse.api.settings import GatewaySettings
 from roundhouse.gui.call import Call, CallSlot, Failure
+from roundhouse.gui.calls.gateway import GatewayKeyCalls
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.gateway_names import ModelNamesEditor
-
-
-class GatewayKeyCalls:
-    """The gateway's key and listeners, asked of the daemon."""
-
-    def __init__(self, bridge: DaemonBridge) -> None:
-        self._bridge = bridge
-
-    def status(self) -> Call:
-        """Answers with the GatewayStatus."""
-        return self._bridge.call("read the gateway's state", lambda c: c.gateway_status())
-
-    def generate(self) -> Call:
-        """Answers with the GatewayKey: the one time it is shown."""
-        return self._bridge.call("generate a gateway key", lambda c: c.generate_gateway_key())
-
-    def clear(self) -> Call:
-        """Answers with the GatewayStatus after the key is gone."""
-        return self._bridge.call("clear the gateway key", lambda c: c.clear_gateway_key())
 
 
 def _bounds(name: str) -> tuple[int, int]:

@@ -22,10 +22,10 @@ from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import HubModelDetails, QuantGroup
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.widgets.keyed_table_model import Row
 from roundhouse.gui.widgets.link_prompt import ask_to_open
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, repo_key
 from roundhouse.gui.widgets.models_words import (
     KIND_NAMES,

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, DownloadState
 from roundhouse.base.units import format_bytes, format_duration
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_download_row import DownloadRow, item_label
 
 REPAINT_MS = 250

@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.fit import FitQuery, ModelFit
 from roundhouse.gui.call import Call, Failure
-from roundhouse.gui.widgets.models_calls import ModelsCalls
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.widgets.models_words import ESTIMATING, Badge, failed_badge, fit_badge
 
 # Each estimate may read a GGUF header over HTTP: a few at once keep the daemon responsive.

@@ -24,13 +24,13 @@ from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, LibraryModel
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.import_gguf import gguf_file_dialog
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, library_key
 from roundhouse.gui.widgets.models_library_empty import LibraryEmptyHint
 from roundhouse.gui.widgets.models_library_rows import (

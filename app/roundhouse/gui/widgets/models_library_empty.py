@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
-from roundhouse.gui.settings_patch import patch_settings
+from roundhouse.gui.calls.settings import patch_settings
 from roundhouse.gui.widgets.notice import Notice
 
 if TYPE_CHECKING:

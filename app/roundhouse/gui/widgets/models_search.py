@@ -25,9 +25,9 @@ from roundhouse.api.hub import (
     HubSort,
 )
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.widgets.keyed_table_model import Row
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_fit import FitCache, repo_key
 from roundhouse.gui.widgets.models_words import (
     count_in_words,

@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.hub import HubTokenSource, HubTokenStatus
 from roundhouse.gui.call import Call, CallSlot, Failure
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.settings_path_list import hint
 
 TOKENS_PAGE = "https://huggingface.co/settings/tokens"

@@ -24,6 +24,9 @@ from PySide6.QtWidgets import (
 from roundhouse.api.settings import UiSettings
 from roundhouse.api.updates import UpdateStatus
 from roundhouse.gui.call import Call, CallSlot, Failure
+from roundhouse.gui.calls.op import Ops
+from roundhouse.gui.calls.updates import UpdateCalls
+from roundhouse.gui.connection_state import ConnectionState
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.settings_path_list import hint
 
@@ -42,19 +45,6 @@ def status_html(status: UpdateStatus) -> str:
     if status.newer:
         text += f' <a href="{PROJECT_PAGE}">Get it from PyPI</a>.'
     return text
-
-
-class UpdateCalls:
-    def __init__(self, bridge: DaemonBridge) -> None:
-        self._bridge = bridge
-
-    def status(self) -> Call:
-        """Answers with the UpdateStatus the daemon has; nothing is asked of the network."""
-        return self._bridge.call("read the update check", lambda c: c.update_status())
-
-    def check(self) -> Call:
-        """Answers with the UpdateStatus after asking PyPI now."""
-        return self._bridge.call("check for updates", lambda c: c.check_updates())
 
 
 class UpdatesSection(QGroupBox):
@@ -133,7 +123,9 @@ class UpdateNotice(QLabel):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._bridge = bridge
         self._calls = UpdateCalls(bridge)
+        self._ops = Ops(self)
         self.setOpenExternalLinks(True)
         self.setTextFormat(Qt.TextFormat.RichText)
         self.hide()
@@ -144,7 +136,10 @@ class UpdateNotice(QLabel):
         self._timer.start()
 
     def refresh(self) -> None:
-        self._calls.status().succeeded.connect(self.show_status)
+        # Offline, the banner says so already: the hourly read waits for `connected`.
+        if self._bridge.state != ConnectionState.CONNECTED:
+            return
+        self._ops.run(self._calls.status(), self.show_status)
 
     def show_status(self, status: UpdateStatus) -> None:
         if status.newer and status.latest:

@@ -10,9 +10,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from roundhouse.api.engines import EngineId
 from roundhouse.api.fit import DeviceKind, FitEngine, FitOptions, FitQuery, ModelFit, start_context
 from roundhouse.api.hardware import CpuInfo
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Failure
+from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 
 # Typing a path fires a change per character: ask once the user pauses.
 SETTLE_MS = 300
@@ -78,7 +79,7 @@ class StartDefaults(QObject):
         super().__init__(parent)
         self._bridge = bridge
         self._calls = ModelsCalls(bridge)
-        self._call: Call | None = None
+        self._ops = Ops(self)
         self._model = ""
         self.values: StartValues | None = None
         self._timer = QTimer(self)
@@ -93,7 +94,7 @@ class StartDefaults(QObject):
         if model == self._model:
             return False
         self._model = model
-        self._call = None
+        self._ops.forget("fit")
         self.values = None
         if model:
             self._timer.start()
@@ -108,20 +109,19 @@ class StartDefaults(QObject):
         query = FitQuery(
             path=self._model, options=FitOptions(engine=FitEngine.LLAMA_CPP, n_parallel=1)
         )
-        self._call = call = self._calls.fit(query)
-        call.succeeded.connect(lambda fit: self._on_fit_succeeded(call, fit))
-        call.failed.connect(lambda failure: self._on_fit_failed(call, failure))
+        # An answer for a file no longer chosen is dropped: the latest question wins.
+        # A failure is this object's own to tell: `unknown` carries it to the dialog's words.
+        self._ops.run(
+            self._calls.fit(query),
+            self._on_fit_succeeded,
+            on_failure=self._on_fit_failed,
+            latest="fit",
+        )
 
-    def _on_fit_succeeded(self, call: Call, fit: ModelFit) -> None:
-        if call is not self._call:
-            return
-        self._call = None
+    def _on_fit_succeeded(self, fit: ModelFit) -> None:
         inventory = self._bridge.inventory
         self.values = start_values(fit, inventory.cpu if inventory is not None else None)
         self.ready.emit(self.values)
 
-    def _on_fit_failed(self, call: Call, failure: Failure) -> None:
-        if call is not self._call:
-            return
-        self._call = None
+    def _on_fit_failed(self, failure: Failure) -> None:
         self.unknown.emit(failure.detail)

@@ -7,9 +7,10 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.fit import FitQuery, ModelFit
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Failure
+from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
-from roundhouse.gui.widgets.models_calls import ModelsCalls
 from roundhouse.gui.widgets.models_words import Tone, fit_badge
 
 # Typing a context size fires a change per digit: ask once the user pauses.
@@ -24,7 +25,7 @@ class StartFitLine(QLabel):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._calls = ModelsCalls(bridge)
-        self._call: Call | None = None
+        self._ops = Ops(self)
         self._query: FitQuery | None = None
         # Whether the last verdict is shown in the usual text colour (not a warning).
         self.neutral = False
@@ -52,14 +53,14 @@ class StartFitLine(QLabel):
         if self._query is None:
             return
         # An answer to an older question (the options changed since) is dropped.
-        self._call = call = self._calls.fit(self._query)
-        call.succeeded.connect(lambda fit: self._on_fit_succeeded(call, fit))
-        call.failed.connect(lambda failure: self._on_fit_failed(call, failure))
+        self._ops.run(
+            self._calls.fit(self._query),
+            self._on_fit_succeeded,
+            on_failure=self._on_fit_failed,
+            latest="fit",
+        )
 
-    def _on_fit_succeeded(self, call: Call, fit: ModelFit) -> None:
-        if call is not self._call:
-            return
-        self._call = None
+    def _on_fit_succeeded(self, fit: ModelFit) -> None:
         badge = fit_badge(fit.report)
         advice = fit.report.advice[0].text if fit.report.advice else ""
         self.setText("  ".join(t for t in (fit.report.summary, advice) if t))
@@ -71,10 +72,7 @@ class StartFitLine(QLabel):
         self.neutral = neutral
         self.show()
 
-    def _on_fit_failed(self, call: Call, failure: Failure) -> None:
-        if call is not self._call:
-            return
-        self._call = None
+    def _on_fit_failed(self, failure: Failure) -> None:
         self.setText(f"No fit estimate: {failure.detail}")
         self.setToolTip("")
         self.setStyleSheet(f"color: {_COLOURS[Tone.UNKNOWN]};")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from roundhouse.gui.call import Call, Follow
-from roundhouse.gui.daemon_bridge import DaemonBridge
+
+if TYPE_CHECKING:
+    from roundhouse.gui.daemon_bridge import DaemonBridge
 
 
 class MonitorCalls:

@@ -1,4 +1,4 @@
-"""Change one part of the daemon's settings: read them, change that part, save them whole.
+"""The daemon's settings: read them, or change one part of them and save them whole.
 
 The tray and the quick chat change one field at a time; reading the settings just before
 saving keeps what another window (the Settings page) saved in between.
@@ -21,6 +21,18 @@ if TYPE_CHECKING:
 # One patch at a time per bridge: two read-change-save rounds that overlap (two switches
 # flipped quickly) would each save over the other's change.
 _turns: weakref.WeakKeyDictionary[DaemonBridge, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+class SettingsCalls:
+    """The daemon's settings, read. Saving goes through `patch_settings`,
+    which applies a change onto the settings as they are at that moment."""
+
+    def __init__(self, bridge: DaemonBridge) -> None:
+        self._bridge = bridge
+
+    def get(self) -> Call:
+        """Answers with the Settings in force."""
+        return self._bridge.call("read the settings", lambda c: c.settings())
 
 
 def patch_settings(bridge: DaemonBridge, what: str, change: Callable[[Settings], Settings]) -> Call:

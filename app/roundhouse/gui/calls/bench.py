@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from roundhouse.api.bench import AbRequest, BenchRequest, ExportFormat
 from roundhouse.gui.call import Call
-from roundhouse.gui.daemon_bridge import DaemonBridge
+
+if TYPE_CHECKING:
+    from roundhouse.gui.daemon_bridge import DaemonBridge
 
 
 class BenchCalls:

@@ -6,12 +6,16 @@ for in words, which failures repeat ("could not <what>").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from roundhouse.api.downloads import DownloadRequest
 from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import HubSearchRequest
 from roundhouse.api.library import ImportRequest
 from roundhouse.gui.call import Call, Follow
-from roundhouse.gui.daemon_bridge import DaemonBridge
+
+if TYPE_CHECKING:
+    from roundhouse.gui.daemon_bridge import DaemonBridge
 
 
 class ModelsCalls:

@@ -1,0 +1,46 @@
+"""The conversations the daemon keeps, and the chat turns it runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from roundhouse.api.chat import ConversationUpdate, TurnRequest
+from roundhouse.gui.call import Call, Follow
+
+if TYPE_CHECKING:
+    from roundhouse.gui.daemon_bridge import DaemonBridge
+
+
+class ChatCalls:
+    """The conversations the daemon keeps, and the chat turns it runs."""
+
+    def __init__(self, bridge: DaemonBridge) -> None:
+        self._bridge = bridge
+
+    def conversations(self) -> Call:
+        """Answers with the ConversationList, the most recently updated first."""
+        return self._bridge.call("list the conversations", lambda c: c.chats())
+
+    def conversation(self, conversation_id: str) -> Call:
+        """Answers with the Conversation and its messages."""
+        return self._bridge.call("open the conversation", lambda c: c.chat(conversation_id))
+
+    def update(self, conversation_id: str, update: ConversationUpdate) -> Call:
+        return self._bridge.call(
+            "save the conversation", lambda c: c.update_chat(conversation_id, update)
+        )
+
+    def delete(self, conversation_id: str) -> Call:
+        return self._bridge.call(
+            "delete the conversation", lambda c: c.delete_chat(conversation_id)
+        )
+
+    def turn(self, request: TurnRequest) -> Follow:
+        """One turn, run by the daemon: receives TurnStarted (the user's message saved),
+        ChatDelta items, then TurnEnded (the reply as saved); cancelling closes the stream,
+        which stops the reply (the daemon keeps what came)."""
+        return self._bridge.follow("send the message", lambda c: c.chat_turn(request))
+
+    def stop_turn(self, turn_id: str) -> Call:
+        """Stop the turn's reply: its stream ends with what came, saved as stopped."""
+        return self._bridge.call("stop the reply", lambda c: c.stop_chat_turn(turn_id))
