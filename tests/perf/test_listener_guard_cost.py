@@ -25,8 +25,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from roundhouse.api.settings import Settings
-from roundhouse.core.gateway_key import generate_key
-from roundhouse.core.ports import bind_listener
+from roundhouse.core.gateway.key import generate_key
+from roundhouse.core.infra.ports import bind_listener
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
 from roundhouse.server.http_limits import listener_config
@@ -76,7 +76,7 @@ def _services() -> DaemonServices:
             settings=Settings(),
             token="daemon-token",
             gateway_key=SimpleNamespace(current=KEY, is_set=True),
-            gateway=lambda: gateway,
+            gateway=gateway,
         ),
     )
 

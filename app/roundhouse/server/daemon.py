@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 
 import uvicorn
@@ -19,31 +18,25 @@ from filelock import FileLock, Timeout
 from roundhouse import __version__
 from roundhouse.api.daemon import Discovery
 from roundhouse.api.discovery import read_discovery, write_discovery
-from roundhouse.api.engines import DetectedEngine, EngineId, EnginesOverview, EngineSpec
-from roundhouse.api.settings import LeftoverAction, Settings
+from roundhouse.api.engines import EnginesOverview
+from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
-from roundhouse.core.chat.store import CHAT_FILE, ChatStore
-from roundhouse.core.engines.install.jobs import InstallJobs
-from roundhouse.core.errors import NotFoundError, RoundhouseError
-from roundhouse.core.gateway_key import GatewayKeyStore
-from roundhouse.core.instances.endpoints import EndpointStore
-from roundhouse.core.instances.manager import InstanceManager
-from roundhouse.core.instances.presets import PresetStore
-from roundhouse.core.instances.service import EngineResolver, InstanceService
-from roundhouse.core.logs import configure_logging
-from roundhouse.core.models.library.places import hub_cache_dir
-from roundhouse.core.ports import PortInUseError, bind_listener
-from roundhouse.core.sampler import Sampler
-from roundhouse.core.settings import load_settings
-from roundhouse.core.updates import UpdateChecker
+from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.infra.logs import configure_logging
+from roundhouse.core.infra.ports import PortInUseError, bind_listener
+from roundhouse.core.infra.settings import load_settings
+from roundhouse.core.instances.service import InstanceService
 from roundhouse.server import event_loop
 from roundhouse.server.app import create_app
-from roundhouse.server.gateway_listener import OllamaPortListener, SecondListener
+from roundhouse.server.compose import (
+    build_services,
+    close_services,
+    models_dir,
+    start_services,
+)
 from roundhouse.server.http_limits import listener_config
-from roundhouse.server.metrics_wiring import build_metrics
-from roundhouse.server.models_wiring import close_models, open_models
 from roundhouse.server.security import write_token
-from roundhouse.server.services import DaemonServices, HardwareSource
+from roundhouse.server.services import DaemonState, HardwareSource
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +58,6 @@ class ServeOptions:
     port: int | None = None
 
 
-def models_dir(settings: Settings) -> Path:
-    """Where models are stored: the setting, else the Hugging Face cache."""
-    return hub_cache_dir(settings.models_dir)
-
-
 def engine_detector(home: Home) -> Callable[[Settings], EnginesOverview]:
     """Detect the engines of this machine: PATH, the usual places, Roundhouse's own builds
     and the Pythons the settings name."""
@@ -89,46 +77,6 @@ def engine_detector(home: Home) -> Callable[[Settings], EnginesOverview]:
         return EnginesOverview(catalog=catalog, detection=detection, detected_at=time.time())
 
     return detect
-
-
-def engine_resolver(services: DaemonServices) -> EngineResolver:
-    """Find the installed engine to start: detected once, detected again on a miss (it may
-    have been installed since)."""
-
-    async def resolve(engine: EngineId) -> tuple[EngineSpec, DetectedEngine]:
-        overview = await services.engines()
-        for refresh in (False, True):
-            if refresh:
-                overview = await services.engines(refresh=True)
-            found = [d for d in overview.detection.found if d.id == engine]
-            if found:
-                return overview.catalog.spec(engine), found[0]
-        why = next((m.why for m in overview.detection.missing if m.id == engine), "not found")
-        raise NotFoundError(
-            f"{engine.value} is not installed on this machine ({why}). Install it with "
-            f"`roundhouse engines install {engine.value}` or from the Engines page."
-        )
-
-    return resolve
-
-
-def instance_service(home: Home, settings: Settings, services: DaemonServices) -> InstanceService:
-    manager = InstanceManager(
-        home.state_dir,
-        home.log_dir / "engines",
-        on_leftover="reap" if settings.engines.on_leftover == LeftoverAction.REAP else "adopt",
-        # Read at each start, so a changed setting applies without a restart.
-        ready_timeout_s=lambda: services.settings.engines.ready_timeout_s,
-        hf_hub_cache=models_dir(settings),
-        media_domains=lambda: services.settings.gateway.media_domains,
-    )
-    return InstanceService(
-        manager,
-        PresetStore(home.config_dir),
-        engine_resolver(services),
-        endpoints=EndpointStore(home.config_dir),
-        inventory=services.inventory,
-    )
 
 
 def default_hardware(home: Home, settings: Settings) -> HardwareSource:
@@ -225,11 +173,6 @@ async def _serve(
     on_ready: Callable[[Discovery], None] | None,
 ) -> None:
     hardware = await asyncio.to_thread(hardware_factory, home, settings)
-    sampler = Sampler(
-        hardware.sample_gpus,
-        interval_s=settings.daemon.sample_interval_s,
-        history_s=settings.daemon.sample_history_s,
-    )
     token = write_token(home.token_file)
     bound_host, bound_port = sock.getsockname()[:2]
     # Clients (the discovery file, the app, the CLI, the benchmark) connect to this: on
@@ -239,57 +182,27 @@ async def _serve(
     url = f"http://{url_host}:{bound_port}"
 
     server: _Server | None = None
+    stopping = asyncio.Event()
 
     def request_shutdown() -> None:
-        services.stopping.set()
+        stopping.set()
         if server is not None:
             server.should_exit = True
 
-    services = DaemonServices(
-        home=home,
-        settings=settings,
-        token=token,
-        hardware=hardware,
-        sampler=sampler,
-        version=__version__,
-        request_shutdown=request_shutdown,
-        detect_engines=engine_detector(home),
-        url=url,
-        pid=os.getpid(),
-        gateway_key=GatewayKeyStore.with_marker_in(home.state_dir),
+    state = DaemonState(home, settings, hardware, engine_detector(home))
+    services = build_services(
+        state, token=token, url=url, request_shutdown=request_shutdown, stopping=stopping
     )
     # Beyond loopback (`daemon.host`, `serve --host`) connections are bounded as well, and
     # every request needs the key or the token (security.KeyGuard judges the peer).
     own_hosts = () if bound_host in _WILDCARD_TO_LOOPBACK else (bound_host,)
     config = listener_config(create_app(services, hosts=own_hosts), bound_host)
-    server = _Server(config, on_exit=services.stopping.set)
-    services.instances = instances = instance_service(home, settings, services)
-    services.installs = installs = InstallJobs(
-        home.data_dir / "engines",
-        services.inventory,
-        lambda: services.engines(refresh=True),
-    )
-    # Opened on first use: a damaged chat file costs the chat routes, not the daemon's start.
-    services.chats = chats = ChatStore(
-        home.data_dir / CHAT_FILE, lambda: services.settings.chat.max_conversations
-    )
-    services.models_opening = asyncio.create_task(open_models(services), name="models-opening")
-    services.metrics = metrics = build_metrics(services)
-    # The key before the first request: /v1 must not answer unguarded while it loads.
-    await services.gateway_key.load()
-    services.second_listener = second_listener = SecondListener(services)
-    services.ollama_listener = ollama_listener = OllamaPortListener(services)
-    await services.apply_listeners()
-    services.updates = updates = UpdateChecker(
-        __version__, home.state_dir / "updates.json", lambda: services.settings.ui.check_updates
-    )
-    sampler.start()
-    metrics.start()
-    updates.start()
+    server = _Server(config, on_exit=stopping.set)
+    await start_services(services)
     # Detect engines in the background now, so the first client does not wait for it.
     detection = asyncio.create_task(services.engines(), name="engine-detection")
     # Engines an earlier daemon left: adopted or stopped before any new one starts.
-    recovery = asyncio.create_task(_recover_then_scan(instances), name="instance-recovery")
+    recovery = asyncio.create_task(_recover_then_scan(services.instances), name="instance-recovery")
     discovery = Discovery(
         url=url,
         pid=os.getpid(),
@@ -305,23 +218,9 @@ async def _serve(
     try:
         await server.serve(sockets=[sock])
     finally:
-        await second_listener.close()
-        await ollama_listener.close()
-        await updates.stop()
         detection.cancel()
         await recovery
-        # Benchmarks end first: their requests would otherwise fail against stopping engines.
-        if services.bench is not None:
-            await services.bench.aclose()
-        # A daemon that stops takes its engines with it: nothing is left running unseen.
-        await instances.stop_all()
-        await installs.close()
-        await close_models(services)
-        await chats.close()
-        await metrics.stop()
-        await services.close_gateway()
-        await sampler.stop()
-        await asyncio.to_thread(hardware.close)
+        await close_services(services)
         log.info("Daemon stopped after %.1f s", time.monotonic() - started)
 
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -21,7 +21,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from roundhouse.api.gateway import GatewayListener
-from roundhouse.core.ports import PortInUseError, bind_listener
+from roundhouse.core.gateway.key import GatewayKeyStore
+from roundhouse.core.infra.ports import PortInUseError, bind_listener
 from roundhouse.server.http_limits import listener_config
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.request_guard import RequestGuard, origins_for
@@ -34,7 +35,7 @@ from roundhouse.server.security import (
     is_loopback,
     machine_hosts,
 )
-from roundhouse.server.services import DaemonServices
+from roundhouse.server.services import DaemonServices, DaemonState
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +90,21 @@ def _url(host: str, port: int) -> str:
 
 
 class SecondListener:
-    """Follows `services.settings.gateway` and the key; `apply()` after either changes."""
+    """Follows the settings' `gateway` and the key; `apply()` after either changes."""
 
     # The setting that names the port: said when the port is taken.
     port_setting = "gateway.listen_port"
 
-    def __init__(self, services: DaemonServices) -> None:
-        self._services = services
+    def __init__(
+        self,
+        state: DaemonState,
+        key: GatewayKeyStore,
+        app: Callable[[frozenset[str]], FastAPI],
+    ) -> None:
+        self._state = state
+        self._key = key
+        # Makes the gateway's app over the daemon's services, for the hosts it answers to.
+        self._make_app = app
         self._plan: _Plan | None = None
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -108,7 +117,7 @@ class SecondListener:
             return None
         return GatewayListener(
             url=self._url(self._plan.host, self._plan.port),
-            needs_key=self._services.gateway_key.is_set,
+            needs_key=self._key.is_set,
             error=self._error,
         )
 
@@ -120,10 +129,10 @@ class SecondListener:
         return None
 
     def _app(self, plan: _Plan) -> FastAPI:
-        return create_gateway_app(self._services, machine_hosts(plan.host, plan.allowed_hosts))
+        return self._make_app(machine_hosts(plan.host, plan.allowed_hosts))
 
     def _wanted(self) -> _Plan | None:
-        gateway = self._services.settings.gateway
+        gateway = self._state.settings.gateway
         host = (gateway.listen_host or "").strip()
         if not host:
             return None
@@ -134,7 +143,7 @@ class SecondListener:
         async with self._lock:
             plan = self._wanted()
             keyless = plan is not None and not is_loopback(plan.host)
-            keyless = keyless and not self._services.gateway_key.is_set
+            keyless = keyless and not self._key.is_set
             if plan == self._plan and self._running() and not keyless:
                 return
             await self._stop()
@@ -143,8 +152,8 @@ class SecondListener:
                 return
             if keyless:
                 self._error = NEEDS_KEY
-                if self._services.gateway_key.error:
-                    self._error += f" (The keyring: {self._services.gateway_key.error})"
+                if self._key.error:
+                    self._error += f" (The keyring: {self._key.error})"
                 log.warning("Gateway on %s:%d: %s", plan.host, plan.port, self._error)
                 return
             self._error = await self._occupied(plan)
@@ -224,7 +233,7 @@ class OllamaPortListener(SecondListener):
         return f"http://{host}:{port}"
 
     def _wanted(self) -> _Plan | None:
-        gateway = self._services.settings.gateway
+        gateway = self._state.settings.gateway
         if not gateway.ollama_port_enabled:
             return None
         return _Plan(OLLAMA_HOST, gateway.ollama_port, tuple(gateway.allowed_hosts))

@@ -16,10 +16,12 @@ from roundhouse.api.bench import (
     ExportFormat,
     ServingContext,
 )
-from roundhouse.core.bench.ab import AbService, plan_arms
+from roundhouse.core.bench.ab import plan_arms
 from roundhouse.core.bench.export import export
 from roundhouse.core.bench.serving import serving_context
-from roundhouse.server.deps import Services
+from roundhouse.core.gateway.gateway import Gateway
+from roundhouse.core.instances.service import InstanceService
+from roundhouse.server.deps import Ab, Bench, Instances, Services, TheGateway
 
 router = APIRouter(prefix="/bench", tags=["bench"])
 
@@ -30,15 +32,14 @@ _MEDIA = {
 }
 
 
-async def _engine_of(services: Services, model: str) -> tuple[str | None, ServingContext | None]:
+async def _engine_of(
+    gateway: Gateway, instances: InstanceService, model: str
+) -> tuple[str | None, ServingContext | None]:
     """The engine serving `model` now, to label the result, and the context of the instance
     that serves it, for the advice on context failures (None when not known)."""
-    if services.instances is None:
-        return None, None
-    instances = services.instance_service()
     # The gateway's own names first ("tiny-llama-q8" for a library file), as the
     # benchmark asks the gateway by them; then an engine's ids, the file's path.
-    for listed in services.gateway().listed():
+    for listed in gateway.listed():
         if listed.model.id == model:
             info = listed.instance
             serving = None
@@ -52,70 +53,65 @@ async def _engine_of(services: Services, model: str) -> tuple[str | None, Servin
     return None, None
 
 
-def _ab(services: Services) -> AbService:
-    bench = services.bench_service()
-    if bench.ab is None:
-        bench.ab = AbService(bench, services.instance_service())
-    return bench.ab
-
-
 @router.post("/ab", response_model=AbProgress, status_code=202)
-async def start_ab(request: AbRequest, services: Services) -> AbProgress:
+async def start_ab(request: AbRequest, services: Services, ab: Ab) -> AbProgress:
     """Benchmark one model on each engine back to back; follow it at GET /bench/ab/{id}."""
     arms = plan_arms(request, await services.engines())
-    return _ab(services).start(request, arms)
+    return ab.start(request, arms)
 
 
 @router.get("/ab/{ab_id}", response_model=AbProgress)
-async def ab_progress(ab_id: str, services: Services) -> AbProgress:
-    return _ab(services).progress(ab_id)
+async def ab_progress(ab_id: str, ab: Ab) -> AbProgress:
+    return ab.progress(ab_id)
 
 
 @router.post("/ab/{ab_id}/cancel", response_model=AbProgress)
-async def cancel_ab(ab_id: str, services: Services) -> AbProgress:
-    return _ab(services).cancel(ab_id)
+async def cancel_ab(ab_id: str, ab: Ab) -> AbProgress:
+    return ab.cancel(ab_id)
 
 
 @router.post("", response_model=BenchProgress, status_code=202)
-async def start_bench(request: BenchRequest, services: Services) -> BenchProgress:
+async def start_bench(
+    request: BenchRequest, bench: Bench, gateway: TheGateway, instances: Instances
+) -> BenchProgress:
     """Start a benchmark through the gateway; follow it at GET /bench/{id}/progress."""
-    engine, serving = await _engine_of(services, request.model)
-    return services.bench_service().start(request, engine, serving)
+    engine, serving = await _engine_of(gateway, instances, request.model)
+    return bench.start(request, engine, serving)
 
 
 @router.get("", response_model=BenchList)
-async def list_bench(services: Services) -> BenchList:
+async def list_bench(bench: Bench) -> BenchList:
     """The kept results, newest first."""
-    return services.bench_service().results()
+    return bench.results()
 
 
 @router.get("/{bench_id}/progress", response_model=BenchProgress)
-async def bench_progress(bench_id: str, services: Services) -> BenchProgress:
-    return services.bench_service().progress(bench_id)
+async def bench_progress(bench_id: str, bench: Bench) -> BenchProgress:
+    return bench.progress(bench_id)
 
 
 @router.post("/{bench_id}/cancel", response_model=BenchProgress)
-async def cancel_bench(bench_id: str, services: Services) -> BenchProgress:
-    return services.bench_service().cancel(bench_id)
+async def cancel_bench(bench_id: str, bench: Bench) -> BenchProgress:
+    return bench.cancel(bench_id)
 
 
 @router.get("/{bench_id}", response_model=BenchResult)
-async def bench_result(bench_id: str, services: Services) -> BenchResult:
-    return services.bench_service().result(bench_id)
+async def bench_result(bench_id: str, bench: Bench) -> BenchResult:
+    return bench.result(bench_id)
 
 
 @router.get("/{bench_id}/export")
 async def export_bench(
     bench_id: str,
-    services: Services,
+    bench: Bench,
     fmt: Annotated[ExportFormat, Query(alias="format")] = ExportFormat.MD,
 ) -> Response:
     """The result as JSON, CSV or a Markdown table shaped like vLLM's."""
-    text = export(services.bench_service().result(bench_id), fmt)
+    text = export(bench.result(bench_id), fmt)
     return Response(content=text, media_type=_MEDIA[fmt])
 
 
 @router.delete("/{bench_id}", status_code=204, response_class=Response)
-async def delete_bench(bench_id: str, services: Services) -> Response:
-    services.bench_service().delete(bench_id)
+async def delete_bench(bench_id: str, bench: Bench) -> Response:
+    bench.delete(bench_id)
     return Response(status_code=204)

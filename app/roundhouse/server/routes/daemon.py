@@ -9,10 +9,10 @@ from fastapi import APIRouter
 
 from roundhouse.api.daemon import DaemonStatus, ShutdownAccepted
 from roundhouse.api.settings import Settings
-from roundhouse.core.autostart import apply_autostart, entry_for_platform, launch_command
 from roundhouse.core.gateway.aliases import check_aliases
-from roundhouse.core.settings import check_cors_origins, check_new_settings, save_settings
-from roundhouse.server.deps import Services
+from roundhouse.core.infra.settings import check_cors_origins, check_new_settings, save_settings
+from roundhouse.core.system.autostart import apply_autostart, entry_for_platform, launch_command
+from roundhouse.server.deps import Services, TheGateway
 
 router = APIRouter(tags=["daemon"])
 
@@ -41,10 +41,10 @@ async def get_settings(services: Services) -> Settings:
 
 
 @router.put("/settings", response_model=Settings)
-async def put_settings(new: Settings, services: Services) -> Settings:
+async def put_settings(new: Settings, services: Services, gateway: TheGateway) -> Settings:
     check_cors_origins(new, services.gateway_key.is_set)
     if new.gateway.aliases != services.settings.gateway.aliases:
-        served = {e.model.id for e in services.gateway().listed() if not e.model.alias_of}
+        served = {e.model.id for e in gateway.listed() if not e.model.alias_of}
         check_aliases(new.gateway.aliases, services.settings.gateway.aliases, served)
     # In a thread: it looks at folders and ports (and names a port's owner through psutil).
     await asyncio.to_thread(check_new_settings, new, services.settings)

@@ -30,7 +30,7 @@ def gateway_status(services: DaemonServices) -> GatewayStatus:
                 other = other.model_copy(update={"error": unreadable})
             listeners.append(other)
     return GatewayStatus(
-        listeners=listeners, key_set=key_set, usage=services.gateway().usage_report()
+        listeners=listeners, key_set=key_set, usage=services.gateway.usage_report()
     )
 
 

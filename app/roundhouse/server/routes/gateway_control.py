@@ -9,7 +9,7 @@ from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.gateway.errors import GatewayError
 from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import Services, TheGateway
 
 router = APIRouter(prefix="/gateway", tags=["gateway"])
 
@@ -28,28 +28,28 @@ class _GatewayProblem(RoundhouseError):
 
 
 @router.get("/models", response_model=GatewayModelList)
-async def gateway_models(services: Services) -> GatewayModelList:
+async def gateway_models(gateway: TheGateway) -> GatewayModelList:
     """Models running instances serve, those loading, and those a preset can start."""
-    gateway = services.gateway()
     await gateway.refresh_externals(EXTERNALS_MAX_AGE_ON_LIST_S)
     return gateway.model_list()
 
 
 @router.get("/usage", response_model=GatewayUsage)
-async def gateway_usage(services: Services) -> GatewayUsage:
+async def gateway_usage(gateway: TheGateway) -> GatewayUsage:
     """Per instance: requests and tokens through the gateway, in flight, queued, last use."""
-    return GatewayUsage(usage=services.gateway().usage_report())
+    return GatewayUsage(usage=gateway.usage_report())
 
 
 @router.post("/serve", response_model=InstanceInfo)
-async def serve_model(request: ServeRequest, services: Services) -> InstanceInfo:
+async def serve_model(
+    request: ServeRequest, services: Services, gateway: TheGateway
+) -> InstanceInfo:
     """Make sure an instance serves the model: start it with its preset (even with
     just-in-time starts off) and answer once it is ready. It becomes the active model."""
     try:
-        served = await services.gateway().serve(request.model)
+        served = await gateway.serve(request.model)
     except GatewayError as exc:
         raise _GatewayProblem(exc) from exc
     # Asked for by the user (the first-run guide, `roundhouse run`): the active model now.
-    gateway = services.gateway()
     services.remember_active_model(gateway.model_of(served.id) or gateway.listed_as(request.model))
     return served

@@ -74,8 +74,7 @@ def _find(listed: list[Listed], name: str) -> Listed | None:
     return None
 
 
-async def _listed(services: DaemonServices) -> list[Listed]:
-    gateway = services.gateway()
+async def _listed(gateway: Gateway) -> list[Listed]:
     await gateway.refresh_externals(EXTERNALS_MAX_AGE_ON_LIST_S)
     return gateway.listed()
 
@@ -94,14 +93,14 @@ async def version(services: Services) -> dict[str, str]:
 @router.get("/api/tags")
 async def tags(services: Services) -> dict[str, Any]:
     """Every model served or startable, aliases included."""
-    listed = await _listed(services)
+    listed = await _listed(services.gateway)
     # Reads each model's header (cached): not in the event loop.
     return await asyncio.to_thread(models.tags, listed)
 
 
 @router.get("/api/ps")
 async def ps(services: Services) -> dict[str, Any]:
-    listed = await _listed(services)
+    listed = await _listed(services.gateway)
     return await asyncio.to_thread(models.ps, listed)
 
 
@@ -109,7 +108,7 @@ async def ps(services: Services) -> dict[str, Any]:
 async def show(request: Request, services: Services) -> Response:
     try:
         name = require_model(parse_json_object(await request.body()))
-        found = _find(await _listed(services), name)
+        found = _find(await _listed(services.gateway), name)
         if found is None:
             raise ModelNotFound(f"model '{name}' not found")
     except GatewayError as exc:
@@ -118,7 +117,7 @@ async def show(request: Request, services: Services) -> Response:
 
 
 async def _serve(request: Request, services: DaemonServices, route: Route) -> Response:
-    gateway = services.gateway()
+    gateway = services.gateway
     loaded = await _load_only(request, gateway, route)
     if loaded is not None:
         return loaded

@@ -11,43 +11,43 @@ from roundhouse.api.hub import (
     HubTokenRequest,
     HubTokenStatus,
 )
-from roundhouse.server.deps import ModelsOpen, Services
+from roundhouse.server.deps import Hub, ModelsOpen
 
 router = APIRouter(prefix="/hub", tags=["hub"], dependencies=[ModelsOpen])
 
 
 @router.post("/search", response_model=HubSearchResult)
-async def search(request: HubSearchRequest, services: Services) -> HubSearchResult:
+async def search(request: HubSearchRequest, hub: Hub) -> HubSearchResult:
     """Models on the Hub that local engines can run, by text, kind and sort order."""
-    return await services.hub_service().search(request)
+    return await hub.search(request)
 
 
 @router.get("/models/{repo:path}", response_model=HubModelDetails)
 async def details(
     repo: str,
-    services: Services,
+    hub: Hub,
     revision: str = Query(default="main", max_length=256, description="branch, tag or commit"),
 ) -> HubModelDetails:
     """A model's page: the card's summary, license, gated flag and its files by quantization."""
-    return await services.hub_service().details(repo, revision)
+    return await hub.details(repo, revision)
 
 
 @router.get("/token", response_model=HubTokenStatus)
 async def token_status(
-    services: Services,
+    hub: Hub,
     check: bool = Query(default=False, description="ask the Hub whether it accepts the token"),
 ) -> HubTokenStatus:
     """Whether a Hugging Face token is in use (never the token itself)."""
-    return await services.hub_service().token_status(check=check)
+    return await hub.token_status(check=check)
 
 
 @router.put("/token", response_model=HubTokenStatus)
-async def set_token(request: HubTokenRequest, services: Services) -> HubTokenStatus:
+async def set_token(request: HubTokenRequest, hub: Hub) -> HubTokenStatus:
     """Check a token with the Hub and keep it in the OS keyring; it opens gated repos."""
-    return await services.hub_service().set_token(request.token.get_secret_value())
+    return await hub.set_token(request.token.get_secret_value())
 
 
 @router.delete("/token", response_model=HubTokenStatus)
-async def clear_token(services: Services) -> HubTokenStatus:
+async def clear_token(hub: Hub) -> HubTokenStatus:
     """Forget the stored token."""
-    return await services.hub_service().clear_token()
+    return await hub.clear_token()

@@ -20,7 +20,7 @@ from roundhouse.api.installs import (
 from roundhouse.core.engines.install.managed import ManagedBuilds
 from roundhouse.core.engines.install.venvs import remove_python_engine
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import Installs, Services
 from roundhouse.server.streams import event
 
 router = APIRouter(tags=["installs"])
@@ -36,32 +36,34 @@ class SwitchRequest(BaseModel):
 
 
 @router.post("/engines/{engine}/install", response_model=InstallJob, status_code=202)
-async def install(engine: EngineId, request: InstallRequest, services: Services) -> InstallJob:
+async def install(engine: EngineId, request: InstallRequest, installs: Installs) -> InstallJob:
     """Install an engine in the background: llama.cpp's official build for this machine, or
     mlx-lm / vLLM / SGLang in a virtual environment of their own. Follow the job."""
-    return services.install_jobs().start(engine, request)
+    return installs.start(engine, request)
 
 
 @router.get("/installs", response_model=InstallJobList)
-async def list_jobs(services: Services) -> InstallJobList:
-    return InstallJobList(jobs=services.install_jobs().all())
+async def list_jobs(installs: Installs) -> InstallJobList:
+    return InstallJobList(jobs=installs.all())
 
 
 @router.get("/installs/{job_id}", response_model=InstallJob)
-async def get_job(job_id: str, services: Services) -> InstallJob:
-    return services.install_jobs().get(job_id)
+async def get_job(job_id: str, installs: Installs) -> InstallJob:
+    return installs.get(job_id)
 
 
 @router.delete("/installs/{job_id}", response_model=InstallJob)
-async def cancel_job(job_id: str, services: Services) -> InstallJob:
+async def cancel_job(job_id: str, installs: Installs) -> InstallJob:
     """Cancel a running install; a llama.cpp download resumes at the next install."""
-    return await services.install_jobs().cancel(job_id)
+    return await installs.cancel(job_id)
 
 
 @router.get("/installs/{job_id}/stream", response_class=EventSourceResponse)
-async def follow_job(job_id: str, services: Services) -> AsyncIterator[ServerSentEvent]:
+async def follow_job(
+    job_id: str, services: Services, installs: Installs
+) -> AsyncIterator[ServerSentEvent]:
     """The job as a `job` event at each change, until it ends."""
-    jobs = services.install_jobs()
+    jobs = installs
     seen = jobs.version(job_id)
     job = jobs.get(job_id)
     yield event("job", job)

@@ -11,7 +11,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from roundhouse.api.metrics import MetricsHistory, MetricsSnapshot
 from roundhouse.core.metrics.export import PROMETHEUS_CONTENT_TYPE, render_csv, render_prometheus
-from roundhouse.server.deps import Services, require_token
+from roundhouse.server.deps import Metrics, Services, require_token
 from roundhouse.server.streams import event, until_stopped
 
 router = APIRouter(prefix="/metrics", tags=["metrics"])
@@ -24,32 +24,31 @@ Window = Annotated[
 
 
 @router.get("/instances", response_model=MetricsSnapshot)
-async def get_current(services: Services) -> MetricsSnapshot:
+async def get_current(metrics: Metrics) -> MetricsSnapshot:
     """Every instance's figures at the latest tick."""
-    return services.metrics_service().snapshot()
+    return metrics.snapshot()
 
 
 @router.get("/history", response_model=MetricsHistory)
 async def get_history(
-    services: Services, window: Window = 300.0, instance: str | None = None
+    metrics: Metrics, window: Window = 300.0, instance: str | None = None
 ) -> MetricsHistory:
     """Per instance, a column per figure over the window: 1 s points within the hour, 1 min
     points beyond."""
-    return services.metrics_service().history(window, instance)
+    return metrics.history(window, instance)
 
 
 @router.get("/stream", response_class=EventSourceResponse)
-async def stream_metrics(services: Services) -> AsyncIterator[ServerSentEvent]:
+async def stream_metrics(services: Services, metrics: Metrics) -> AsyncIterator[ServerSentEvent]:
     """Each new snapshot as a `metrics` event, starting with the latest one."""
-    metrics = services.metrics_service()
     yield event("metrics", metrics.snapshot())
     async for snapshot in until_stopped(metrics.subscribe(), services.stopping):
         yield event("metrics", snapshot)
 
 
 @router.get("/export.csv", response_class=PlainTextResponse)
-async def export_csv(services: Services, window: Window = 3600.0) -> Response:
-    history = services.metrics_service().history(window)
+async def export_csv(metrics: Metrics, window: Window = 3600.0) -> Response:
+    history = metrics.history(window)
     return Response(
         render_csv(history),
         media_type="text/csv; charset=utf-8",
@@ -62,7 +61,7 @@ prometheus_router = APIRouter(tags=["metrics"], dependencies=[Depends(require_to
 
 
 @prometheus_router.get("/metrics", response_class=PlainTextResponse)
-async def prometheus(services: Services) -> Response:
+async def prometheus(metrics: Metrics) -> Response:
     """Roundhouse's own series in Prometheus' text format."""
-    text = render_prometheus(services.metrics_service().snapshot())
+    text = render_prometheus(metrics.snapshot())
     return Response(text, media_type=PROMETHEUS_CONTENT_TYPE)

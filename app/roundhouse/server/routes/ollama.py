@@ -22,7 +22,8 @@ from roundhouse.api.ollama import (
 )
 from roundhouse.core.engines.ollama_api import OllamaClient, ollama_base_url
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
-from roundhouse.server.deps import Services
+from roundhouse.core.instances.service import InstanceService
+from roundhouse.server.deps import Instances, Services
 from roundhouse.server.streams import event, until_stopped
 
 router = APIRouter(prefix="/ollama", tags=["ollama"])
@@ -32,53 +33,54 @@ InstanceQuery = Query(
 )
 
 
-def ollama_url_for(services: Services, instance: str | None) -> str:
+def ollama_url_for(instances: InstanceService, instance: str | None) -> str:
     """The chosen Ollama instance, else one that serves, else OLLAMA_HOST or its default."""
-    service = services.instance_service()
     if instance is not None:
-        info = service.info(instance)
+        info = instances.info(instance)
         if info.engine != EngineId.OLLAMA:
             raise InvalidInputError(f"Instance {instance} is {info.engine.value}, not Ollama.")
         return info.url
-    for info in service.all():
+    for info in instances.all():
         if info.engine == EngineId.OLLAMA and info.status == InstanceStatus.READY:
             return info.url
     return ollama_base_url(os.environ.get("OLLAMA_HOST"))
 
 
 @router.get("/models", response_model=OllamaModelList)
-async def list_models(services: Services, instance: str | None = InstanceQuery) -> OllamaModelList:
-    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
+async def list_models(
+    instances: Instances, instance: str | None = InstanceQuery
+) -> OllamaModelList:
+    async with OllamaClient(ollama_url_for(instances, instance)) as ollama:
         return OllamaModelList(base_url=ollama.base_url, models=await ollama.list_models())
 
 
 @router.get("/ps", response_model=OllamaLoadedList)
-async def loaded(services: Services, instance: str | None = InstanceQuery) -> OllamaLoadedList:
-    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
+async def loaded(instances: Instances, instance: str | None = InstanceQuery) -> OllamaLoadedList:
+    async with OllamaClient(ollama_url_for(instances, instance)) as ollama:
         return OllamaLoadedList(base_url=ollama.base_url, models=await ollama.loaded_models())
 
 
 @router.get("/show", response_model=OllamaShownModel)
 async def show(
-    services: Services, model: str, instance: str | None = InstanceQuery
+    instances: Instances, model: str, instance: str | None = InstanceQuery
 ) -> OllamaShownModel:
-    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(instances, instance)) as ollama:
         return await ollama.show(model)
 
 
 @router.post("/delete", status_code=204)
 async def delete(
-    request: OllamaModelRef, services: Services, instance: str | None = InstanceQuery
+    request: OllamaModelRef, instances: Instances, instance: str | None = InstanceQuery
 ) -> None:
-    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(instances, instance)) as ollama:
         await ollama.delete(request.model)
 
 
 @router.post("/load", status_code=204)
 async def load(
-    request: OllamaLoadRequest, services: Services, instance: str | None = InstanceQuery
+    request: OllamaLoadRequest, instances: Instances, instance: str | None = InstanceQuery
 ) -> None:
-    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(instances, instance)) as ollama:
         await ollama.load(
             request.model, keep_alive=request.keep_alive, context_length=request.context_length
         )
@@ -86,22 +88,25 @@ async def load(
 
 @router.post("/unload", status_code=204)
 async def unload(
-    request: OllamaModelRef, services: Services, instance: str | None = InstanceQuery
+    request: OllamaModelRef, instances: Instances, instance: str | None = InstanceQuery
 ) -> None:
-    async with OllamaClient(ollama_url_for(services, instance)) as ollama:
+    async with OllamaClient(ollama_url_for(instances, instance)) as ollama:
         await ollama.unload(request.model)
 
 
 @router.post("/pull", response_class=EventSourceResponse)
 async def pull(
-    request: OllamaPullRequest, services: Services, instance: str | None = InstanceQuery
+    request: OllamaPullRequest,
+    services: Services,
+    instances: Instances,
+    instance: str | None = InstanceQuery,
 ) -> AsyncIterator[ServerSentEvent]:
     """Each progress line as a `progress` event; a failure as an `error` event (a problem).
 
     The pull runs while the stream is open: closing it cancels the pull (Ollama keeps the
     layers it has, and a later pull resumes).
     """
-    base = ollama_url_for(services, instance)
+    base = ollama_url_for(instances, instance)
     async with OllamaClient(base) as ollama:
         steps = ollama.pull_stream(request.model)
         try:

@@ -14,7 +14,7 @@ from roundhouse.api.starters import (
     StarterList,
 )
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.server.deps import ModelsOpen, Services
+from roundhouse.server.deps import Fitter, Instances, Library, ModelsOpen, Services, TheGateway
 
 router = APIRouter(tags=["setup"])
 # Serving waits for the engine to load the model; the gateway's own wait adds this margin.
@@ -48,6 +48,8 @@ async def setup(services: Services, refresh: bool = False) -> SetupGuide:
 @router.get("/starters", response_model=StarterList, dependencies=[ModelsOpen])
 async def starters(
     services: Services,
+    library: Library,
+    fitter: Fitter,
     engine: EngineId | None = None,
     offline: bool = Query(default=False, description="size from the catalog; ask no Hub"),
 ) -> StarterList:
@@ -61,36 +63,38 @@ async def starters(
     inventory = await services.inventory()
     if engine is None:
         engine = await _recommended(services)
-    listing = await services.library_service().scan()
+    listing = await library.scan()
     return await starter_list(
         load_starters(),
         _guided(engine),
         inventory,
         listing.models,
-        services.model_fitter().fit,
+        fitter.fit,
         offline=offline,
     )
 
 
 @router.post("/starters/serve", response_model=ServedStarter)
-async def serve(request: ServeStarterRequest, services: Services) -> ServedStarter:
+async def serve(
+    request: ServeStarterRequest, services: Services, instances: Instances, gateway: TheGateway
+) -> ServedStarter:
     """Serve a downloaded model for the guide's first chat: give it a preset (unless it has
     one) and answer once the engine has loaded it; Ollama is attached or started."""
     from roundhouse.core.guide.serve import serve_starter
 
     _guided(request.engine)
     wait = services.settings.engines.ready_timeout_s + _SERVE_MARGIN_S
-    return await serve_starter(services.gateway(), services.instance_service(), request, wait)
+    return await serve_starter(gateway, instances, request, wait)
 
 
 @router.post("/setup/ollama", response_model=InstanceInfo)
-async def ollama(services: Services) -> InstanceInfo:
+async def ollama(services: Services, instances: Instances) -> InstanceInfo:
     """An Ollama that answers: the one serving, one found running (attached), or `ollama
     serve` started now; 404 when Ollama is not installed."""
     from roundhouse.core.guide.serve import ensure_ollama
 
     wait = services.settings.engines.ready_timeout_s + _SERVE_MARGIN_S
-    return await ensure_ollama(services.instance_service(), wait)
+    return await ensure_ollama(instances, wait)
 
 
 async def _recommended(services: Services) -> EngineId:
