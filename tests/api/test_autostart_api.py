@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from roundhouse.api.daemon import Problem
-from roundhouse.core.autostart import DESKTOP_FILE
+from roundhouse.core.system.autostart import DESKTOP_FILE
 from tests.daemon_process import DaemonProcess, running_daemon
 
 pytestmark = pytest.mark.skipif(

@@ -19,7 +19,7 @@ from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import StartRequest
 from roundhouse.api.settings import EngineSettings, ModelsSettings, Settings
 from roundhouse.base.paths import resolve_home
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.bench_page import BenchPage

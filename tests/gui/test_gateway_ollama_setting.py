@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 from roundhouse.api.settings import GatewaySettings, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from roundhouse.gui.app import Ui
 from tests.daemon_process import running_daemon
 from tests.gui.conftest import open_gateway_settings, wait_until

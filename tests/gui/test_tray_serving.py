@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.instances import InstanceStatus
 from roundhouse.client import DaemonClient
-from roundhouse.core.autostart import DESKTOP_FILE
+from roundhouse.core.system.autostart import DESKTOP_FILE
 from roundhouse.gui.icons import TrayState
 from roundhouse.gui.pages.settings_page import SettingsPage
 from roundhouse.gui.tray import POLL_PERIOD_MS, Tray

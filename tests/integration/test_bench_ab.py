@@ -17,7 +17,7 @@ from roundhouse.api.instances import InstanceOrigin
 from roundhouse.api.settings import EngineSettings, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from tests.daemon_process import DaemonProcess, path_with, running_daemon
 
 

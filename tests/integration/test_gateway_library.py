@@ -26,7 +26,7 @@ from roundhouse.api.settings import GatewaySettings, ModelsSettings, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
 from roundhouse.core.gateway.library import CHOSEN_AT_START
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from tests.daemon_process import DaemonProcess, path_with, start_daemon
 
 # Long enough that an 80-column table would have to cut it, were the layout not fixed.

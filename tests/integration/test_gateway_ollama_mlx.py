@@ -16,7 +16,7 @@ from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.api.settings import EngineSettings, Settings
 from roundhouse.base.paths import resolve_home
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from tests.daemon_process import DaemonProcess, start_daemon, start_ready
 
 READY_TIMEOUT_S = 90.0

@@ -27,7 +27,7 @@ from roundhouse.api.instances import (
 from roundhouse.api.settings import EngineSettings, LeftoverAction, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import ApiError, DaemonClient
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from tests.daemon_process import (
     DaemonProcess,
     path_with,

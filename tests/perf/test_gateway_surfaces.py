@@ -27,7 +27,7 @@ import pytest
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
-from roundhouse.core.ports import free_port
+from roundhouse.core.infra.ports import free_port
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 
 TOKENS = 128

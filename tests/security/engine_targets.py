@@ -24,7 +24,7 @@ from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.api.settings import EngineSettings, Settings
 from roundhouse.base.paths import resolve_home
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from tests.daemon_process import DaemonProcess, running_daemon, start_ready
 from tests.engines.llama_server import SDIST_FILENAME, SOURCE_SUBDIR, server_root
 from tests.fakes.ollama import REPO_ROOT

@@ -38,9 +38,9 @@ from roundhouse.api.settings import EngineSettings, GatewaySettings, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
 from roundhouse.core.engines.launch import keyless
+from roundhouse.core.infra.ports import BROWSER_BLOCKED_PORTS
+from roundhouse.core.infra.settings import save_settings
 from roundhouse.core.instances.keys import EngineKeys, auth_headers
-from roundhouse.core.ports import BROWSER_BLOCKED_PORTS
-from roundhouse.core.settings import save_settings
 from tests.browser import Response, Visit, chromium_or_skip, serving, visit
 from tests.daemon_process import DaemonProcess, start_daemon, start_ready
 from tests.fakes.ollama.server import Options as OllamaOptions

@@ -27,7 +27,7 @@ from roundhouse.api.instances import StartRequest
 from roundhouse.api.settings import GatewaySettings, Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.core.gateway.fields import REFUSED
-from roundhouse.core.settings import save_settings
+from roundhouse.core.infra.settings import save_settings
 from tests.api.test_cli import roundhouse
 from tests.daemon_process import DaemonProcess, start_daemon, start_ready
 from tests.fakes.launchers import console_script

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from roundhouse.cli.launch import TRAY_FLAG as LAUNCHER_TRAY_FLAG
-from roundhouse.core.autostart import (
+from roundhouse.core.system.autostart import (
     DESKTOP_FILE,
     LAUNCH_AGENT_LABEL,
     RUN_VALUE,

@@ -12,8 +12,8 @@ import keyring
 import pytest
 
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.gateway_key import SECRET_NAME, GatewayKeyStore, check_key, generate_key
-from roundhouse.core.secrets import SERVICE
+from roundhouse.core.gateway.key import SECRET_NAME, GatewayKeyStore, check_key, generate_key
+from roundhouse.core.infra.secrets import SERVICE
 from roundhouse.server.security import is_loopback, key_accepted, machine_hosts, presented_keys
 from tests.unit.attach.test_secrets import LockedKeyring, MemoryKeyring
 

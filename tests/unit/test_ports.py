@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from roundhouse.core.ports import (
+from roundhouse.core.infra.ports import (
     BROWSER_BLOCKED_PORTS,
     PortInUseError,
     bind_listener,

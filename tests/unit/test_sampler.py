@@ -7,7 +7,7 @@ import itertools
 
 from roundhouse.api.hardware import GpuSample
 from roundhouse.base.fanout import SUBSCRIBER_BACKLOG
-from roundhouse.core.sampler import Sampler
+from roundhouse.core.hardware.sampler import Sampler
 
 
 def _gpu() -> list[GpuSample]:

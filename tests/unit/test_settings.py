@@ -8,7 +8,7 @@ import pytest
 
 from roundhouse.api.settings import SETTINGS_SCHEMA_VERSION, Settings
 from roundhouse.core.errors import SettingsError
-from roundhouse.core.settings import load_settings, migrate, save_settings
+from roundhouse.core.infra.settings import load_settings, migrate, save_settings
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_newer_schema_is_refused_with_advice() -> None:
 
 
 def test_migrations_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    import roundhouse.core.settings as module
+    import roundhouse.core.infra.settings as module
 
     monkeypatch.setattr(module, "SETTINGS_SCHEMA_VERSION", 3)
     monkeypatch.setattr(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from roundhouse.core.updates import (
+from roundhouse.core.system.updates import (
     CHECK_EVERY_S,
     UpdateChecker,
     UpdateCheckError,

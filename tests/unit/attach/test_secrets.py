@@ -11,7 +11,7 @@ import keyring.errors
 import pytest
 
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.secrets import (
+from roundhouse.core.infra.secrets import (
     SERVICE,
     SecretStoreError,
     delete_secret,

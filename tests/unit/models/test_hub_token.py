@@ -14,8 +14,8 @@ import pytest
 
 from roundhouse.api.hub import HubSearchRequest, HubTokenSource
 from roundhouse.core.errors import InvalidInputError
+from roundhouse.core.infra.secrets import SERVICE, SecretStoreError
 from roundhouse.core.models.hub import SECRET_NAME, HubService, HubTokenError, HubTokenStore
-from roundhouse.core.secrets import SERVICE, SecretStoreError
 from tests.fakes.hub.build import ACCESS_TOKEN, GATED_REPO, NO_ACCESS_TOKEN, PRIVATE_REPO
 
 

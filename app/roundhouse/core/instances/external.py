@@ -230,7 +230,7 @@ class ExternalInstances:
     def _secret_fns(self) -> tuple[SecretGet, SecretSet, SecretDelete]:
         if self._secrets is not None:
             return self._secrets
-        from roundhouse.core import secrets
+        from roundhouse.core.infra import secrets
 
         return (secrets.get_secret, secrets.set_secret, secrets.delete_secret)
 

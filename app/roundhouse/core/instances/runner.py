@@ -12,10 +12,10 @@ from roundhouse.api.instances import InstanceStatus
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.engines.launch import keyless
 from roundhouse.core.errors import NotFoundError, RoundhouseError
+from roundhouse.core.infra.ports import free_port
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.memory import InventoryGetter, MemoryReader
-from roundhouse.core.ports import free_port
 from roundhouse.core.supervise import (
     EngineExitedError,
     EngineNotReadyError,

@@ -26,6 +26,7 @@ from roundhouse.api.instances import (
 )
 from roundhouse.core.engines.launch import build_launch, keyless
 from roundhouse.core.errors import ConflictError, NotFoundError
+from roundhouse.core.infra.ports import free_port
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
 from roundhouse.core.instances.external import (
@@ -41,7 +42,6 @@ from roundhouse.core.instances.memory import InventoryGetter
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.readouts import read_logs, read_metrics
 from roundhouse.core.instances.runner import InstanceRunner
-from roundhouse.core.ports import free_port
 from roundhouse.core.supervise import RestartPolicy, ensure_port_free
 
 log = logging.getLogger(__name__)

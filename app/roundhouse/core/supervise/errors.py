@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from roundhouse.core.errors import ConflictError, RoundhouseError
-from roundhouse.core.ports import PortOwner
+from roundhouse.core.infra.ports import PortOwner
 from roundhouse.core.supervise.exits import ExitOutcome
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from roundhouse.api.engines import LaunchPlan
-from roundhouse.core.ports import PortInUseError, bind_listener
+from roundhouse.core.infra.ports import PortInUseError, bind_listener
 from roundhouse.core.supervise.errors import (
     EngineExitedError,
     EngineNotReadyError,

@@ -43,7 +43,7 @@ from roundhouse.core.engines.attach.trust import (
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.ollama_api import ollama_base_url
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.ports import port_owner
+from roundhouse.core.infra.ports import port_owner
 
 PROBE_TIMEOUT_S = 1.5
 

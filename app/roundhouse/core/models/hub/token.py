@@ -17,8 +17,8 @@ from huggingface_hub import HfApi, get_token
 from huggingface_hub import errors as hf_errors
 
 from roundhouse.api.hub import HubTokenSource, HubTokenStatus
-from roundhouse.core import secrets
 from roundhouse.core.errors import InvalidInputError
+from roundhouse.core.infra import secrets
 from roundhouse.core.models.hub.errors import (
     TOKENS_PAGE,
     HubTokenError,

@@ -17,8 +17,8 @@ import secrets
 import string
 from pathlib import Path
 
-from roundhouse.core import secrets as keyring_secrets
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
+from roundhouse.core.infra import secrets as keyring_secrets
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from roundhouse.api.settings import SETTINGS_SCHEMA_VERSION, Settings
 from roundhouse.base.files import write_atomic
 from roundhouse.core.errors import InvalidInputError, SettingsError
-from roundhouse.core.ports import PortInUseError, bind_listener
+from roundhouse.core.infra.ports import PortInUseError, bind_listener
 
 # Each migration takes the raw TOML of version N and returns version N+1.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
