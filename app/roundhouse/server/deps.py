@@ -1,8 +1,9 @@
 """FastAPI dependencies: each of the daemon's services by name, and the token check.
 
-A route names what it uses (`instances: Instances`, `library: Library`); the services were
-all built at start by the composition root (server/compose.py). The model services open
-beside the daemon's start: the dependencies that give one wait for that.
+A route names what it uses (`instances: Instances`, `library: Library`; the gateway is
+`TheGateway`, `Gateway` being its class); the services were all built at start by the
+composition root (server/compose.py). The model services open beside the daemon's start:
+the dependencies that give one wait for that.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from roundhouse.core.gateway.ollama.reply import created_at, error_json
 from roundhouse.core.gateway.ollama.request import require_model
 from roundhouse.core.gateway.ollama.surface import LATEST, OllamaSurface, Route, without_latest
 from roundhouse.core.gateway.router import names_of
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import Services, TheGateway
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, parse_json_object, proxy
 from roundhouse.server.services import DaemonServices
 
@@ -91,24 +91,24 @@ async def version(services: Services) -> dict[str, str]:
 
 
 @router.get("/api/tags")
-async def tags(services: Services) -> dict[str, Any]:
+async def tags(gateway: TheGateway) -> dict[str, Any]:
     """Every model served or startable, aliases included."""
-    listed = await _listed(services.gateway)
+    listed = await _listed(gateway)
     # Reads each model's header (cached): not in the event loop.
     return await asyncio.to_thread(models.tags, listed)
 
 
 @router.get("/api/ps")
-async def ps(services: Services) -> dict[str, Any]:
-    listed = await _listed(services.gateway)
+async def ps(gateway: TheGateway) -> dict[str, Any]:
+    listed = await _listed(gateway)
     return await asyncio.to_thread(models.ps, listed)
 
 
 @router.post("/api/show")
-async def show(request: Request, services: Services) -> Response:
+async def show(request: Request, gateway: TheGateway) -> Response:
     try:
         name = require_model(parse_json_object(await request.body()))
-        found = _find(await _listed(services.gateway), name)
+        found = _find(await _listed(gateway), name)
         if found is None:
             raise ModelNotFound(f"model '{name}' not found")
     except GatewayError as exc:
