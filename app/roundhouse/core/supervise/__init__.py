@@ -1,4 +1,8 @@
-"""Supervise engine processes: start, readiness, identity, stop, exit classification, restarts."""
+"""Supervise engine processes: start, readiness, identity, stop, exit classification, restarts.
+
+Floor 2 of roundhouse.core: it may use infra and core.errors; it knows processes, not
+engines.
+"""
 
 from roundhouse.core.supervise.errors import (
     EngineExitedError,

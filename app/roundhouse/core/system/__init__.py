@@ -1,2 +1,5 @@
-"""Roundhouse on this system: starting at login, and the check for a newer release. Beside
-hardware, knowledge and chat on the core's second floor: it uses infra only."""
+"""Roundhouse on this system: starting at login, and the check for a newer release.
+
+Floor 1 of roundhouse.core, beside hardware, knowledge and chat (none imports another): it
+may use infra and core.errors only.
+"""
