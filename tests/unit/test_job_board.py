@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from roundhouse.api.jobs import JobKind, JobState, JobView
-from roundhouse.core.infra.jobs import Job, JobBoard, JobStateError
+from roundhouse.core.infra.jobs import Job, JobBoard, JobMirror, JobStateError
 
 
 def _failed(exc: Exception) -> str:
@@ -194,5 +194,46 @@ def test_close_cancels_every_run() -> None:
         await asyncio.sleep(0)
         await board.close()
         assert [j.state for j in jobs] == [JobState.CANCELLED] * 3
+
+    asyncio.run(main())
+
+
+def test_a_mirror_copies_an_owners_records_and_a_resumed_record_is_a_new_job() -> None:
+    async def main() -> None:
+        board = JobBoard()
+        heard: list[tuple[str, JobState, bool]] = []
+        board.listen(lambda job: heard.append((job.id, job.state, board.find(job.id) is job)))
+        cancelled: list[str] = []
+
+        async def cancel(job_id: str) -> None:
+            cancelled.append(job_id)
+
+        mirror = JobMirror[dict[str, str]](
+            board,
+            JobKind.DOWNLOAD,
+            snapshot=lambda rec: JobView(
+                id=rec["id"], kind=JobKind.DOWNLOAD, state=JobState.QUEUED, started_at=0.0
+            ),
+            cancel=cancel,
+        )
+        record = {"id": "f1"}
+        job = mirror.sync("f1", record, JobState.QUEUED, started_at=5.0)
+        assert (job.state, job.started_at) == (JobState.QUEUED, 5.0)
+        assert mirror.sync("f1", record, JobState.RUNNING, started_at=5.0, fraction=0.5) is job
+        await board.cancel(job)
+        assert cancelled == ["f1"]  # the owner cancels; its next save moves the job
+        failed = mirror.sync("f1", record, JobState.FAILED, started_at=5.0, error="disk full")
+        assert failed is job and (job.state, job.error, job.fraction) == (
+            JobState.FAILED,
+            "disk full",
+            None,
+        )
+        again = mirror.sync("f1", record, JobState.QUEUED, started_at=5.0)
+        assert again is not job and board.find("f1") is again and again.error is None
+        detail = again.view().detail
+        assert detail is not None and detail["id"] == "f1"
+        mirror.forget("f1")
+        assert board.find("f1") is None
+        assert heard[-1] == ("f1", JobState.QUEUED, False)  # listeners hear it go
 
     asyncio.run(main())

@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from roundhouse.api.jobs import JobState
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -33,6 +35,17 @@ class DownloadState(StrEnum):
 UNFINISHED_STATES = frozenset(
     {DownloadState.QUEUED, DownloadState.DOWNLOADING, DownloadState.PAUSED, DownloadState.VERIFYING}
 )
+# Each state as a job of the daemon's job board says it (paused: waiting, like queued).
+JOB_STATES = {
+    DownloadState.QUEUED: JobState.QUEUED,
+    DownloadState.PAUSED: JobState.QUEUED,
+    DownloadState.DOWNLOADING: JobState.RUNNING,
+    DownloadState.VERIFYING: JobState.RUNNING,
+    DownloadState.DONE: JobState.DONE,
+    DownloadState.FAILED: JobState.FAILED,
+    DownloadState.QUARANTINED: JobState.FAILED,
+    DownloadState.CANCELLED: JobState.CANCELLED,
+}
 # States that `resume` accepts.
 RESUMABLE_STATES = frozenset(
     {

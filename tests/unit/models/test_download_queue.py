@@ -1,5 +1,6 @@
 """The queue users see, built in the core: Hub files and Ollama pulls in one view, each item's
-actions taken by the queue that holds it (not by its id's prefix), the kind on the wire."""
+actions taken by the queue that holds it (not by its id's prefix), the kind on the wire; each
+item a job of the job board."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from pathlib import Path
 import pytest
 
 from roundhouse.api.downloads import (
+    JOB_STATES,
     DownloadItem,
     DownloadItemReply,
     DownloadRequest,
     DownloadState,
     OllamaPullItem,
 )
+from roundhouse.api.jobs import JobKind, JobState
 from roundhouse.core.errors import NotFoundError, ServiceUnavailableError
+from roundhouse.core.infra.jobs import JobBoard
 from roundhouse.core.models.ollama_pulls.service import OllamaPulls
 from roundhouse.core.models.queue import DownloadQueue
 from tests.fakes.ollama import OllamaStandin, start_standin
@@ -50,8 +54,11 @@ def test_one_queue_holds_both_and_each_item_goes_to_the_queue_that_holds_it(
 ) -> None:
     async def main() -> None:
         rig = Rig(hub, home_root)
-        downloads = rig.service()
-        pulls = OllamaPulls(rig.data_dir)
+        board = JobBoard()
+        heard: list[tuple[JobKind, JobState]] = []
+        board.listen(lambda job: heard.append((job.kind, job.state)))
+        downloads = rig.service(jobs=board)
+        pulls = OllamaPulls(rig.data_dir, jobs=board)
         await downloads.start()
         await pulls.start()
         queue = DownloadQueue(lambda: downloads, lambda: pulls, _closed)
@@ -72,8 +79,21 @@ def test_one_queue_holds_both_and_each_item_goes_to_the_queue_that_holds_it(
             assert isinstance(paused, OllamaPullItem) and paused.state == DownloadState.PAUSED
             resumed = await queue.resume(pull.id)
             assert resumed.state in (DownloadState.QUEUED, DownloadState.DOWNLOADING)
-            cancelled = await queue.cancel(pull.id)
+            # Both kinds are jobs of the board, their states copied as they change.
+            pull_job = board.find(pull.id, JobKind.OLLAMA_PULL)
+            assert pull_job is not None and pull_job.state in (JobState.QUEUED, JobState.RUNNING)
+            await board.cancel(pull_job)  # through the pulls' own cancel
+            cancelled = queue.get(pull.id)
             assert cancelled.state == DownloadState.CANCELLED
+            assert pull_job.state == JobState.CANCELLED
+            view = queue.view()
+            file_job = board.find(file_id, JobKind.DOWNLOAD)
+            assert file_job is not None and file_job.detail is not None
+            assert JOB_STATES[view.items[0].state] == file_job.state
+            assert any(kind == JobKind.DOWNLOAD for kind, _ in heard)
+            assert (JobKind.OLLAMA_PULL, JobState.CANCELLED) in heard
+            listed = board.listing(JobKind.OLLAMA_PULL).jobs
+            assert listed[0].detail is not None and listed[0].detail["kind"] == "ollama"
             follow = queue.follow()
             first = await anext(follow)
             assert first.ollama[0].state == DownloadState.CANCELLED
@@ -81,7 +101,7 @@ def test_one_queue_holds_both_and_each_item_goes_to_the_queue_that_holds_it(
             with pytest.raises(NotFoundError, match="No download has the id"):
                 queue.get("ollama-0000000000")
             cleared = await queue.clear_finished()
-            assert cleared.ollama == []
+            assert cleared.ollama == [] and board.find(pull.id) is None
         finally:
             await downloads.close()
             await pulls.close()

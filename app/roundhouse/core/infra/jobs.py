@@ -272,8 +272,11 @@ class JobBoard:
             job.move(JobState.CANCELLED)
 
     def forget(self, job_id: str) -> None:
-        """Drop a job from the board (its owner removed it); a running one is left running."""
-        self._jobs.pop(job_id, None)
+        """Drop a job from the board (its owner removed it); a running one is left running.
+        Listeners hear it with the job, which the board no longer lists."""
+        job = self._jobs.pop(job_id, None)
+        if job is not None:
+            self.changed(job)
 
     def trim(self, kind: JobKind) -> None:
         ended = [j for j in self._jobs.values() if j.kind == kind and j.ended]
@@ -292,3 +295,63 @@ class JobBoard:
 def new_job_id() -> str:
     """12 hex digits: safe in a URL and a shell."""
     return uuid.uuid4().hex[:12]
+
+
+class JobMirror(Generic[P]):
+    """Jobs whose owner keeps the records (a queue saved on disk, with its own states and
+    scheduling): each record's state is copied onto the board as it changes, so the board
+    and its listeners see these jobs as they see any other."""
+
+    def __init__(
+        self,
+        board: JobBoard,
+        kind: JobKind,
+        *,
+        snapshot: Callable[[P], BaseModel],
+        cancel: Callable[[str], Awaitable[object]],
+    ) -> None:
+        self._board = board
+        self._kind = kind
+        self._snapshot = snapshot
+        self._cancel = cancel
+
+    def sync(
+        self,
+        job_id: str,
+        detail: P,
+        state: JobState,
+        *,
+        started_at: float,
+        fraction: float | None = None,
+        message: str = "",
+        error: str | None = None,
+    ) -> Job[P]:
+        """The record's job, made or moved to `state`; a record that leaves an ended state
+        (resumed, or cancelled after it failed) is a new run: a new job under its id."""
+        job: Job[P] | None = self._board.find(job_id, self._kind)
+        if job is not None and job.ended and state != job.state:
+            self._board.forget(job_id)
+            job = None
+        if job is None:
+            job = self._board.add(
+                self._kind,
+                detail,
+                job_id=job_id,
+                state=state,
+                started_at=started_at,
+                canceller=lambda: self._cancel(job_id),
+            )
+            job.snapshot = lambda: self._snapshot(detail)
+        job.detail = detail
+        job.fraction, job.message = fraction, message
+        if state != job.state:
+            job.move(state, error=error)
+        else:
+            job.error = error if job.ended else None
+            job.touch()
+        return job
+
+    def forget(self, job_id: str) -> None:
+        """The owner dropped the record."""
+        if self._board.find(job_id, self._kind) is not None:
+            self._board.forget(job_id)

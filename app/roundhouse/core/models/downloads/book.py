@@ -6,9 +6,10 @@ import logging
 import secrets
 from collections.abc import Collection
 
-from roundhouse.api.downloads import UNFINISHED_STATES, DownloadState
+from roundhouse.api.downloads import JOB_STATES, UNFINISHED_STATES, DownloadState
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.infra.changes import Changes
+from roundhouse.core.infra.jobs import JobMirror
 from roundhouse.core.infra.transfer.fetch import Clock
 from roundhouse.core.models.downloads.records import Entry
 from roundhouse.core.models.downloads.store import DownloadStore
@@ -20,11 +21,15 @@ log = logging.getLogger(__name__)
 class QueueBook:
     """Every entry by id, with its live state; each change saved and announced."""
 
-    def __init__(self, store: DownloadStore, clock: Clock) -> None:
+    def __init__(
+        self, store: DownloadStore, clock: Clock, jobs: JobMirror[Live] | None = None
+    ) -> None:
         self.store = store
         self.changes = Changes()
         self.lives: dict[str, Live] = {}
         self._clock = clock
+        # Each file as a job of the daemon's job board (None: no board, used alone).
+        self._mirror = jobs
 
     async def load(self) -> list[Entry]:
         """Read the file; what a stopped process left downloading or verifying is queued."""
@@ -34,7 +39,8 @@ class QueueBook:
             if entry.state in (DownloadState.DOWNLOADING, DownloadState.VERIFYING):
                 entry.state = DownloadState.QUEUED
                 requeued.append(entry)
-            self.lives[entry.id] = Live(entry, received=entry.bytes_done)
+            self.lives[entry.id] = live = Live(entry, received=entry.bytes_done)
+            self.sync_job(live)
         if requeued:
             await self.store.save(*requeued)
         return requeued
@@ -60,6 +66,22 @@ class QueueBook:
     def touch(self) -> None:
         self.changes.touch()
 
+    def sync_job(self, live: Live) -> None:
+        """Copy the entry's state onto its job of the board (at each save, not each chunk:
+        the queue's own follow carries the bytes)."""
+        if self._mirror is None:
+            return
+        entry = live.entry
+        self._mirror.sync(
+            entry.id,
+            live,
+            JOB_STATES[entry.state],
+            started_at=entry.created_at,
+            fraction=min(1.0, live.bytes_now() / entry.size) if entry.size else None,
+            message=f"{entry.repo}: {entry.path}",
+            error=entry.error,
+        )
+
     async def set(self, live: Live, state: DownloadState) -> None:
         live.entry.state = state
         await self.save(live)
@@ -75,6 +97,7 @@ class QueueBook:
                 raise
             log.exception("Saving download %s failed", live.entry.id)
         finally:
+            self.sync_job(live)
             self.changes.touch()
 
     async def save_quietly(self, live: Live) -> None:
@@ -88,6 +111,8 @@ class QueueBook:
         await self.store.save(*(live.entry for live in [*fresh, *again]))
         for live in fresh:
             self.lives[live.entry.id] = live
+        for live in [*fresh, *again]:
+            self.sync_job(live)
         self.changes.touch()
 
     def unfinished_count(self) -> int:
@@ -127,4 +152,6 @@ class QueueBook:
         await self.store.delete(ids)
         for item_id in ids:
             self.lives.pop(item_id, None)
+            if self._mirror is not None:
+                self._mirror.forget(item_id)
         self.changes.touch()

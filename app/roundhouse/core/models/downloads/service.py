@@ -24,8 +24,10 @@ from roundhouse.api.downloads import (
     DownloadRequest,
     DownloadState,
 )
+from roundhouse.api.jobs import JobKind
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
+from roundhouse.core.infra.jobs import JobBoard, JobMirror
 from roundhouse.core.infra.transfer.fetch import Clock, Sleep, TransferPolicy, new_session
 from roundhouse.core.infra.transfer.writer import Opener
 from roundhouse.core.models.downloads.book import QueueBook
@@ -75,6 +77,7 @@ class DownloadService:
         monotonic: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         policy: TransferPolicy = DEFAULT_POLICY,
+        jobs: JobBoard | None = None,
     ) -> None:
         self.data_dir = data_dir
         self._hub_cache = hub_cache
@@ -85,7 +88,18 @@ class DownloadService:
         self._disk_usage = disk_usage
         self._clock = clock
         self._monotonic = monotonic
-        self._book = QueueBook(DownloadStore(data_dir / QUEUE_FILE), clock)
+        # Each file a job of the daemon's job board, when one is given.
+        mirror = (
+            None
+            if jobs is None
+            else JobMirror[Live](
+                jobs,
+                JobKind.DOWNLOAD,
+                snapshot=lambda live: item_of(live, monotonic()),
+                cancel=self.cancel,
+            )
+        )
+        self._book = QueueBook(DownloadStore(data_dir / QUEUE_FILE), clock, mirror)
         self._scheduler = Scheduler(
             self._book,
             RunDeps(

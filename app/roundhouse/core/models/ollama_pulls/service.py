@@ -16,15 +16,18 @@ from contextlib import aclosing
 from pathlib import Path
 
 from roundhouse.api.downloads import (
+    JOB_STATES,
     OLLAMA_ID_PREFIX,
     UNFINISHED_STATES,
     DownloadState,
     OllamaPullItem,
 )
+from roundhouse.api.jobs import JobKind
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.engines.ollama_api import OllamaClient, OllamaNotRunningError
 from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseError
 from roundhouse.core.infra.changes import Changes
+from roundhouse.core.infra.jobs import JobBoard, JobMirror
 from roundhouse.core.models.downloads.errors import DownloadStateError
 from roundhouse.core.models.downloads.views import Intent
 from roundhouse.core.models.ollama_pulls.jobs import PullJob, apply_step, check_model_name, item_of
@@ -56,8 +59,20 @@ class OllamaPulls:
         connect: Connect = OllamaClient,
         clock: Clock = time.time,
         monotonic: Clock = time.monotonic,
+        jobs: JobBoard | None = None,
     ) -> None:
         self._store = PullStore(data_dir / PULLS_FILE)
+        # Each pull a job of the daemon's job board, when one is given.
+        self._mirror = (
+            None
+            if jobs is None
+            else JobMirror[PullJob](
+                jobs,
+                JobKind.OLLAMA_PULL,
+                snapshot=lambda job: item_of(job, monotonic()),
+                cancel=self.cancel,
+            )
+        )
         self._settings = settings
         self._connect = connect
         self._clock = clock
@@ -76,6 +91,7 @@ class OllamaPulls:
                 entry.state = DownloadState.QUEUED
                 again.append(entry)
             self.jobs[entry.id] = PullJob(entry)
+            self._sync_job(self.jobs[entry.id])
         if again:
             await self._store.save(*again)
         self._running = True
@@ -146,6 +162,7 @@ class OllamaPulls:
         )
         await self._store.save(entry)
         self.jobs[entry.id] = PullJob(entry)
+        self._sync_job(self.jobs[entry.id])
         self._changes.touch()
         self._pump()
         return self.get(entry.id)
@@ -319,7 +336,23 @@ class OllamaPulls:
                 raise
             log.exception("Saving Ollama pull %s failed", job.entry.id)
         finally:
+            self._sync_job(job)
             self._changes.touch()
+
+    def _sync_job(self, job: PullJob) -> None:
+        """Copy the pull's state onto its job of the board (at each save)."""
+        if self._mirror is None:
+            return
+        entry = job.entry
+        self._mirror.sync(
+            entry.id,
+            job,
+            JOB_STATES[entry.state],
+            started_at=entry.created_at,
+            fraction=min(1.0, entry.bytes_done / entry.size) if entry.size else None,
+            message=entry.status or entry.model,
+            error=entry.error,
+        )
 
     async def _prune(self) -> None:
         """Forget the oldest finished pulls beyond the setting's bound."""
@@ -340,6 +373,8 @@ class OllamaPulls:
         await self._store.delete(ids)
         for item_id in ids:
             self.jobs.pop(item_id, None)
+            if self._mirror is not None:
+                self._mirror.forget(item_id)
         self._changes.touch()
 
 
