@@ -15,6 +15,7 @@ from roundhouse.server.routes.bench import router as bench_router
 from roundhouse.server.routes.chats import router as chats_router
 from roundhouse.server.routes.disk import router as disk_router
 from roundhouse.server.routes.downloads import router as downloads_router
+from roundhouse.server.routes.events import router as events_router
 from roundhouse.server.routes.fit import router as fit_router
 from roundhouse.server.routes.gateway import install_gateway
 from roundhouse.server.routes.gateway_admin import router as gateway_admin_router
@@ -63,6 +64,7 @@ def create_app(services: DaemonServices, hosts: Iterable[str] = ()) -> FastAPI:
     api.include_router(starters_router)
     api.include_router(disk_router)
     api.include_router(updates_router)
+    api.include_router(events_router)
     app.include_router(api)
     app.include_router(prometheus_router)
 

@@ -36,6 +36,7 @@ from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import EngineResolver, InstanceService
 from roundhouse.core.models.library.places import hub_cache_dir
 from roundhouse.core.system.updates import UpdateChecker
+from roundhouse.server.feed_wiring import ChangeFeed
 from roundhouse.server.gateway_listener import (
     OllamaPortListener,
     SecondListener,
@@ -176,6 +177,7 @@ def build_services(
         updates=UpdateChecker(
             __version__, home.state_dir / "updates.json", lambda: state.settings.ui.check_updates
         ),
+        feed=ChangeFeed(),
         stopping=stopping,
     )
     return services
@@ -189,10 +191,13 @@ async def start_services(services: DaemonServices) -> None:
     services.sampler.start()
     services.metrics.start()
     services.updates.start()
+    services.feed.start(services)
 
 
 async def close_services(services: DaemonServices) -> None:
     """Everything stopped and closed, in the order that leaves nothing running unseen."""
+    # The feed's followers ended when the daemon began to stop: its relays go first.
+    await services.feed.close()
     await services.second_listener.close()
     await services.ollama_listener.close()
     await services.updates.stop()

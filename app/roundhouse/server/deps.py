@@ -20,6 +20,7 @@ from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
 from roundhouse.core.system.updates import UpdateChecker
+from roundhouse.server.feed_wiring import ChangeFeed
 from roundhouse.server.models_wiring import ModelServices
 from roundhouse.server.security import token_matches
 from roundhouse.server.services import DaemonServices
@@ -85,6 +86,13 @@ Bench = Annotated[BenchService, Depends(get_bench)]
 Ab = Annotated[AbService, Depends(get_ab)]
 Metrics = Annotated[MetricsService, Depends(get_metrics)]
 Updates = Annotated[UpdateChecker, Depends(get_updates)]
+
+
+async def get_feed(services: Services) -> ChangeFeed:
+    return services.feed
+
+
+Feed = Annotated[ChangeFeed, Depends(get_feed)]
 
 
 async def get_models(services: Services) -> ModelServices:

@@ -24,6 +24,7 @@ from roundhouse.core.infra.settings import save_settings
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
 from roundhouse.core.system.updates import UpdateChecker
+from roundhouse.server.feed_wiring import ChangeFeed
 
 if TYPE_CHECKING:
     from roundhouse.server.gateway_listener import SecondListener
@@ -107,6 +108,8 @@ class DaemonServices:
     ollama_listener: SecondListener
     # The update check, asleep unless ui.check_updates is on.
     updates: UpdateChecker
+    # The change feed (GET /api/v1/events) and the relays that publish each kind into it.
+    feed: ChangeFeed
     # Set when the daemon begins to stop, so long-lived streams end promptly.
     stopping: asyncio.Event
     started_at: float = field(default_factory=time.time)
@@ -126,6 +129,7 @@ class DaemonServices:
     @settings.setter
     def settings(self, settings: Settings) -> None:
         self.state.settings = settings
+        self.feed.settings_saved(settings)
 
     async def inventory(self, refresh: bool = False) -> HardwareInventory:
         return await self.state.inventory(refresh)

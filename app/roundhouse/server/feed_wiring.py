@@ -1,0 +1,130 @@
+"""The change feed's publishers: each kind's state relayed from the service that changes it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from roundhouse.api.downloads import DownloadQueueView
+from roundhouse.api.events import EventKind
+from roundhouse.api.instances import InstanceList
+from roundhouse.api.jobs import JobList
+from roundhouse.api.library import LibraryList
+from roundhouse.api.settings import Settings
+from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.core.infra.feed import CAPACITY, Feed, relay
+
+if TYPE_CHECKING:
+    from roundhouse.core.models.library.service import LibraryService
+    from roundhouse.server.models_wiring import ModelServices
+    from roundhouse.server.services import DaemonServices
+
+log = logging.getLogger(__name__)
+
+
+class ChangeFeed:
+    """The daemon's change feed (`GET /api/v1/events`) and the relays that fill it: built
+    with the services, started once they all exist, stopped before they close."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.feed = Feed(capacity)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def settings_saved(self, settings: Settings) -> None:
+        """The settings in force changed (a client saved them, or the active model moved)."""
+        self.feed.publish(EventKind.SETTINGS, settings)
+
+    def start(self, services: DaemonServices) -> None:
+        instances = services.instances
+        gateway = services.gateway
+
+        async def instance_list() -> InstanceList:
+            return InstanceList(instances=instances.all())
+
+        async def gateway_models() -> BaseModel:
+            return gateway.model_list()
+
+        self.settings_saved(services.settings)
+        self._run(
+            "instances", relay(self.feed, EventKind.INSTANCES, instance_list, [instances.changes])
+        )
+        # What the gateway lists follows the instances, the library and the settings (its
+        # aliases, the active model): it is read again after any event, and published when
+        # it differs.
+        self._run(
+            "gateway", relay(self.feed, EventKind.GATEWAY, gateway_models, [self.feed.changes])
+        )
+        self._run("models", self._relay_models(services))
+        # The one job board, once the composition root hands it to every kind of job.
+        board = getattr(services, "jobs", None)
+        if board is not None:
+
+            async def job_list() -> JobList:
+                return JobList(jobs=board.views())
+
+            self._run("jobs", relay(self.feed, EventKind.JOBS, job_list, [board.changes]))
+
+    async def _relay_models(self, services: DaemonServices) -> None:
+        """The library and the download queue, once the model services are open."""
+        models = await services.models.ready()
+        await asyncio.gather(
+            relay(
+                self.feed,
+                EventKind.LIBRARY,
+                _library_state(models.library),
+                [models.library.changes],
+            ),
+            self._relay_downloads(models),
+        )
+
+    async def _relay_downloads(self, models: ModelServices) -> None:
+        from roundhouse.core.models.ollama_pulls.follow import Changing, combine, follow_queue
+
+        if models.downloads_error is not None:
+            return
+        sources: list[Changing] = [models.downloads]
+        if models.pulls_open:
+            sources.append(models.pulls)
+
+        def view() -> DownloadQueueView:
+            queue = models.downloads.view()
+            pulls = models.pulls_if_open()
+            return combine(queue, pulls.items()) if pulls is not None else queue
+
+        views: AsyncIterator[DownloadQueueView] = follow_queue(view, sources)
+        async for state in views:
+            self.feed.publish(EventKind.DOWNLOADS, state)
+
+    def _run(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        self._tasks.append(asyncio.create_task(_logged(name, work), name=f"feed-{name}"))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            await cancel_and_wait(task, reraise=False)
+        self._tasks.clear()
+
+
+def _library_state(
+    library: LibraryService,
+) -> Callable[[], Coroutine[Any, Any, LibraryList | None]]:
+    async def state() -> LibraryList | None:
+        last = library.last
+        if last is not None and last.checking and not library.checking:
+            # The headers it was reading are read: list what they say.
+            return await library.scan()
+        return last
+
+    return state
+
+
+async def _logged(name: str, work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("The change feed stopped publishing %s", name)
