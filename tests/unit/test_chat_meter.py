@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from roundhouse.api.chat import Message, ReplyStats, Role, SamplingParams
-from roundhouse.client.chat_meter import Chunk, ReplyMeter, error_message, parse_chunk
-from roundhouse.client.chat_stream import history_messages, request_body
+from roundhouse.core.chat.meter import Chunk, ReplyMeter, error_message, parse_chunk
+from roundhouse.core.chat.turns import history_messages, request_body
 
 
 def chunk(delta: dict[str, Any] | None = None, **extra: Any) -> str:

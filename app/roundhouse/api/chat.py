@@ -96,3 +96,51 @@ class ConversationUpdate(_Frozen):
 
 class ConversationList(_Frozen):
     conversations: list[ConversationSummary]
+
+
+class TurnRequest(_Frozen):
+    """`POST /api/v1/chats/turns`: one turn of a chat, run by the daemon.
+
+    Without `conversation_id` a conversation is created from `new` (its model, system prompt
+    and sampling); with it, `cut_from` first deletes that message and every later one (an
+    edit, a regenerate). `content` is the user's message; None answers the conversation as
+    it stands (a regenerate). `model`, `system_prompt` and `params`, when given, are used for
+    this reply and kept on the conversation. `save: false` keeps nothing: the reply answers
+    `history` plus `content` (quick chat, `roundhouse chat --no-save`).
+    """
+
+    conversation_id: str | None = None
+    new: NewConversation | None = None
+    cut_from: int | None = None
+    content: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    model: str | None = None
+    system_prompt: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    params: SamplingParams | None = None
+    save: bool = True
+    history: list[NewMessage] = Field(default=[], max_length=10_000)
+
+
+class TurnStarted(_Frozen):
+    """The turn's first event: the user's message is saved (when the turn saves)."""
+
+    turn_id: str = Field(description="stop it with POST /api/v1/chats/turns/{turn_id}/stop")
+    model: str
+    conversation: Conversation | None = Field(
+        default=None, description="as saved, the user's message included; None when not saved"
+    )
+
+
+class ChatDelta(_Frozen):
+    """Text of the reply that arrived since the last event."""
+
+    content: str = ""
+    reasoning: str = ""
+
+
+class TurnEnded(_Frozen):
+    """The turn's last event: the reply with its figures (stopped or failed ones marked so),
+    and the message saved for it (None when the turn does not save)."""
+
+    reply: NewMessage
+    message: Message | None = None
+    not_saved: str | None = Field(default=None, description="why the reply was not saved")

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from roundhouse.api.chat import SamplingParams
 from roundhouse.base.paths import Home
-from roundhouse.cli.chat_session import ChatSession, Reply
+from roundhouse.cli.chat_session import NO_PARAMS, ChatSession, Reply
 from roundhouse.cli.chat_view import stats_line
 from roundhouse.cli.output import err_console, fail, print_json
 from roundhouse.client import ClientError, DaemonClient, DaemonNotRunningError
-from roundhouse.client.chat_stream import NO_PARAMS, ChatFailed
+from roundhouse.client.chat_stream import ChatFailed
 
 NO_MODEL = (
     "No model named, and none is active (none was picked, started or chatted with, and not "
@@ -77,17 +77,18 @@ async def _active_model(client: DaemonClient) -> str | None:
 
 
 def _exchange(runner: asyncio.Runner, session: ChatSession, prompt: str) -> Reply:
-    """Stream one reply and keep it; a stopped one is kept as far as it came. ChatFailed
-    when it fails: that exchange is neither kept nor sent again."""
+    """Run one turn (the daemon keeps it; a stopped one as far as it came). ChatFailed when
+    the reply fails: the daemon keeps it marked failed, and never sends it again."""
     try:
         reply = runner.run(session.ask(prompt))
     except KeyboardInterrupt:
+        # Before the daemon began the turn: it stops the reply once the stream closes.
         reply = session.stopped()
-    try:
-        runner.run(session.keep(prompt, reply))
-    except ClientError as exc:
+    if reply.not_saved:
         # The reply was shown; failing to save it must not cost the chat.
-        err_console.print(f"[yellow]Not saved in the history:[/] {exc}", highlight=False)
+        err_console.print(
+            f"[yellow]Not saved in the history:[/] {reply.not_saved}", highlight=False
+        )
     return reply
 
 

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from roundhouse.api.chat import NewConversation, NewMessage, ReplyStats, Role, SamplingParams
+from roundhouse.api.chat import (
+    ChatDelta,
+    NewConversation,
+    ReplyStats,
+    SamplingParams,
+    TurnRequest,
+)
 from roundhouse.api.downloads import (
     DownloadQueueView,
     DownloadRequest,
@@ -197,33 +203,25 @@ async def serve(client: DaemonClient, option: StarterOption, ctx_size: int | Non
 async def first_chat(
     client: DaemonClient, served: ServedStarter, prompt: str, max_tokens: int
 ) -> ReplyStats:
-    """Stream one reply to the terminal and keep the exchange in the chat history."""
+    """Stream one reply to the terminal; the daemon keeps the exchange in the chat history."""
     from roundhouse.cli.chat_view import stats_line
-    from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, stream_chat
+    from roundhouse.client.chat_stream import ChatFailed, take_turn
 
-    params = SamplingParams(max_tokens=max_tokens)
-    messages = [{"role": Role.USER.value, "content": prompt}]
+    new = NewConversation(model=served.model, params=SamplingParams(max_tokens=max_tokens))
     console.print(f"[bold cyan]You:[/] {prompt}", highlight=False)
-    parts: list[str] = []
-    stats = ReplyStats()
+
+    def show(delta: ChatDelta) -> None:
+        if delta.content:
+            sys.stdout.write(delta.content)
+            sys.stdout.flush()
+
     try:
-        async with aclosing(stream_chat(client, served.model, messages, params)) as events:
-            async for event in events:
-                if isinstance(event, ChatDelta) and event.content:
-                    parts.append(event.content)
-                    sys.stdout.write(event.content)
-                    sys.stdout.flush()
-                elif isinstance(event, ChatDone):
-                    stats = event.stats
+        ended = await take_turn(client, TurnRequest(new=new, content=prompt), show)
     except ChatFailed as exc:
         fail(f"The first chat failed: {exc.message}")
     sys.stdout.write("\n")
+    stats = ended.reply.stats or ReplyStats()
     err_console.print(stats_line(stats), style="dim", markup=False, highlight=False)
-    reply = NewMessage(role=Role.ASSISTANT, content="".join(parts), stats=stats)
-    new = NewConversation(
-        model=served.model, messages=[NewMessage(role=Role.USER, content=prompt), reply]
-    )
-    await client.create_chat(new)
     return stats
 
 

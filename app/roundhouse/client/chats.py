@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
@@ -10,6 +11,7 @@ import httpx
 from pydantic import BaseModel
 
 from roundhouse.api.chat import (
+    ChatDelta,
     Conversation,
     ConversationList,
     ConversationUpdate,
@@ -17,13 +19,14 @@ from roundhouse.api.chat import (
     MessageEdit,
     NewConversation,
     NewMessage,
+    TurnEnded,
+    TurnRequest,
+    TurnStarted,
 )
 
 M = TypeVar("M", bound=BaseModel)
 _JSON = {"Content-Type": "application/json"}
-# A just-in-time start may load a model for minutes before the first byte; the user stops a
-# reply that hangs, and the gateway has its own queue and start limits.
-_REPLY_TIMEOUT = httpx.Timeout(30.0, connect=2.0, read=900.0)
+TurnEvent = TurnStarted | ChatDelta | TurnEnded
 
 
 def _chat(conversation_id: str) -> str:
@@ -41,6 +44,10 @@ class ChatsMixin:
         async def _request(self, method: str, path: str, model: type[M], **kwargs: Any) -> M: ...
 
         async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response: ...
+
+        def _stream(
+            self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
+        ) -> AsyncGenerator[tuple[str, str], None]: ...
 
     async def chats(self, limit: int | None = None) -> ConversationList:
         """The conversations, the most recently updated first, without their messages."""
@@ -80,16 +87,30 @@ class ChatsMixin:
         """Delete the message and every later one of the conversation."""
         await self._send("DELETE", f"{_chat(conversation_id)}/messages/{message_id}")
 
-    def open_chat_completion(
-        self, body: dict[str, Any]
-    ) -> AbstractAsyncContextManager[httpx.Response]:
-        """`POST /v1/chat/completions` through the daemon's gateway, the response streamed,
-        with the daemon token as the bearer (the gateway accepts it when a key is set).
-        Leaving the block closes the response, which stops the engine's generation."""
-        return self._http.stream(
-            "POST",
-            self.base_url + "/v1/chat/completions",
-            json=body,
-            headers={"Accept": "text/event-stream"},
-            timeout=_REPLY_TIMEOUT,
+    async def chat_turn(self, request: TurnRequest) -> AsyncGenerator[TurnEvent, None]:
+        """One chat turn run by the daemon: TurnStarted (the user's message saved), a
+        ChatDelta for each piece of the reply, then TurnEnded (the reply as saved, with its
+        figures). Raises ApiError when the daemon refuses the turn. Closing this early
+        stops the reply, which the daemon saves as far as it came; `stop_chat_turn` does the
+        same and lets the stream end with the TurnEnded."""
+        body = request.model_dump_json(exclude_defaults=True)
+        stream = self._stream(
+            "/chats/turns",
+            ("started", "delta", "ended"),
+            method="POST",
+            content=body,
+            headers=_JSON,
         )
+        async with aclosing(stream) as events:
+            async for name, data in events:
+                if name == "delta":
+                    yield ChatDelta.model_validate_json(data)
+                elif name == "started":
+                    yield TurnStarted.model_validate_json(data)
+                else:
+                    yield TurnEnded.model_validate_json(data)
+                    return
+
+    async def stop_chat_turn(self, turn_id: str) -> None:
+        """Stop a turn's reply: its stream ends with what came, saved as stopped."""
+        await self._send("POST", f"/chats/turns/{quote(turn_id, safe='')}/stop")

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
 from fastapi import APIRouter, Query, Response
+from fastapi.responses import StreamingResponse
 
 from roundhouse.api.chat import (
+    ChatDelta,
     Conversation,
     ConversationList,
     ConversationUpdate,
@@ -12,69 +18,122 @@ from roundhouse.api.chat import (
     MessageEdit,
     NewConversation,
     NewMessage,
+    TurnEnded,
+    TurnRequest,
+    TurnStarted,
 )
+from roundhouse.core.chat.turns import GatewayAnswer
+from roundhouse.core.errors import NotFoundError
 from roundhouse.core.gateway.active import answered_by
-from roundhouse.server.deps import Services
+from roundhouse.server.deps import Chats, Services
+from roundhouse.server.routes.gateway import chat_reply
+from roundhouse.server.streams import until_stopped
 
 router = APIRouter(prefix="/chats", tags=["chats"])
 
 
 @router.get("", response_model=ConversationList)
 async def list_chats(
-    services: Services,
+    chats: Chats,
     limit: int | None = Query(default=None, ge=1, le=100_000, description="at most this many"),
 ) -> ConversationList:
     """The conversations, the most recently updated first, without their messages."""
-    return ConversationList(conversations=await services.chat_store().summaries(limit))
+    return ConversationList(conversations=await chats.summaries(limit))
 
 
 @router.post("", response_model=Conversation, status_code=201)
-async def create_chat(new: NewConversation, services: Services) -> Conversation:
+async def create_chat(new: NewConversation, chats: Chats, services: Services) -> Conversation:
     """Start a conversation; beyond `chat.max_conversations` the least recently updated
     ones are deleted. A reply in it makes its model the active one."""
-    created = await services.chat_store().create(new)
-    services.remember_active_model(services.gateway().listed_as(answered_by(new.messages)))
+    created = await chats.create(new)
+    services.remember_active_model(services.gateway.listed_as(answered_by(new.messages)))
     return created
 
 
+@router.post(
+    "/turns",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def chat_turn(request: TurnRequest, services: Services) -> StreamingResponse:
+    """One turn, run by the daemon, as server-sent events: `started` (TurnStarted, once the
+    user's message is saved), `delta` (ChatDelta) for each piece of the reply as the gateway
+    streams it, then `ended` (TurnEnded: the reply with its figures, as saved). A stopped
+    turn (`/turns/{turn_id}/stop`, or its client gone) ends with what came, saved as
+    stopped; a failed one is saved with its error. A refusal (no such conversation, no
+    model) answers before anything streams."""
+    turns = services.chat_turns
+    turn = await turns.begin(request)
+
+    def answered(reply: NewMessage) -> None:
+        services.remember_active_model(services.gateway.listed_as(answered_by([reply])))
+
+    def open_reply(body: dict[str, Any]) -> AbstractAsyncContextManager[GatewayAnswer]:
+        return chat_reply(services, body)
+
+    events = turns.run(turn, open_reply, answered)
+    return StreamingResponse(
+        _sse(until_stopped(events, services.stopping)),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+    )
+
+
+@router.post("/turns/{turn_id}/stop", status_code=204, response_class=Response)
+async def stop_turn(turn_id: str, services: Services) -> Response:
+    """Stop a turn's reply: its stream ends with what came, saved as stopped."""
+    if not services.chat_turns.stop(turn_id):
+        raise NotFoundError(f"No chat turn {turn_id} is running: it has ended already.")
+    return Response(status_code=204)
+
+
+_EVENT_NAMES = {TurnStarted: "started", ChatDelta: "delta", TurnEnded: "ended"}
+
+
+async def _sse(events: AsyncIterator[TurnStarted | ChatDelta | TurnEnded]) -> AsyncIterator[bytes]:
+    async for item in events:
+        name = _EVENT_NAMES[type(item)]
+        yield f"event: {name}\ndata: {item.model_dump_json()}\n\n".encode()
+
+
 @router.get("/{conversation_id}", response_model=Conversation)
-async def get_chat(conversation_id: str, services: Services) -> Conversation:
-    return await services.chat_store().conversation(conversation_id)
+async def get_chat(conversation_id: str, chats: Chats) -> Conversation:
+    return await chats.conversation(conversation_id)
 
 
 @router.patch("/{conversation_id}", response_model=Conversation)
 async def update_chat(
-    conversation_id: str, update: ConversationUpdate, services: Services
+    conversation_id: str, update: ConversationUpdate, chats: Chats
 ) -> Conversation:
     """Change the fields given; `"title": null` returns to the title of the first message."""
-    return await services.chat_store().update(conversation_id, update)
+    return await chats.update(conversation_id, update)
 
 
 @router.delete("/{conversation_id}", status_code=204, response_class=Response)
-async def delete_chat(conversation_id: str, services: Services) -> Response:
-    await services.chat_store().delete(conversation_id)
+async def delete_chat(conversation_id: str, chats: Chats) -> Response:
+    await chats.delete(conversation_id)
     return Response(status_code=204)
 
 
 @router.post("/{conversation_id}/messages", response_model=Message, status_code=201)
-async def add_message(conversation_id: str, new: NewMessage, services: Services) -> Message:
+async def add_message(
+    conversation_id: str, new: NewMessage, chats: Chats, services: Services
+) -> Message:
     """Add a message; a reply that did not fail makes its model the active one."""
-    added = await services.chat_store().add_message(conversation_id, new)
-    services.remember_active_model(services.gateway().listed_as(answered_by([new])))
+    added = await chats.add_message(conversation_id, new)
+    services.remember_active_model(services.gateway.listed_as(answered_by([new])))
     return added
 
 
 @router.put("/{conversation_id}/messages/{message_id}", response_model=Message)
 async def edit_message(
-    conversation_id: str, message_id: int, edit: MessageEdit, services: Services
+    conversation_id: str, message_id: int, edit: MessageEdit, chats: Chats
 ) -> Message:
-    return await services.chat_store().edit_message(conversation_id, message_id, edit)
+    return await chats.edit_message(conversation_id, message_id, edit)
 
 
 @router.delete("/{conversation_id}/messages/{message_id}", status_code=204, response_class=Response)
-async def delete_messages_from(
-    conversation_id: str, message_id: int, services: Services
-) -> Response:
+async def delete_messages_from(conversation_id: str, message_id: int, chats: Chats) -> Response:
     """Delete this message and every later one (regenerate; edit and resend)."""
-    await services.chat_store().delete_messages_from(conversation_id, message_id)
+    await chats.delete_messages_from(conversation_id, message_id)
     return Response(status_code=204)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Coroutine
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -14,6 +15,7 @@ from starlette.types import Receive, Scope, Send
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
+from roundhouse.core.chat.turns import GatewayAnswer
 from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
 from roundhouse.core.gateway.fields import (
     CHAT,
@@ -28,7 +30,7 @@ from roundhouse.core.gateway.gateway import EXTERNALS_MAX_AGE_ON_LIST_S, Gateway
 from roundhouse.core.gateway.openai_surface import OpenAISurface, openai_error_body
 from roundhouse.core.gateway.router import Route
 from roundhouse.core.gateway.scheduler import Lease
-from roundhouse.core.gateway.sse import relay
+from roundhouse.core.gateway.sse import payloads, relay
 from roundhouse.core.gateway.surface import PATH_HEADER, Plan, Prepared, Surface
 from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, UpstreamReply
 from roundhouse.server.deps import Services
@@ -75,7 +77,7 @@ def install_gateway(app: FastAPI) -> None:
 async def list_models(services: Services) -> dict[str, Any]:
     """Every model running instances serve and every model Roundhouse can start, in
     OpenAI's list shape; `roundhouse` says its state, engine and instance."""
-    gateway = services.gateway()
+    gateway = services.gateway
     await gateway.refresh_externals(EXTERNALS_MAX_AGE_ON_LIST_S)
     data = []
     for listed in gateway.listed():
@@ -149,7 +151,7 @@ async def proxy(request: Request, services: DaemonServices, surface: Surface) ->
     """Serve one request of `surface`'s API: routed, queued, budgeted and cancelled like
     every other, answered in that API's shape, its errors included."""
     try:
-        gateway = services.gateway()
+        gateway = services.gateway
         raw = await request.body()
         # Before anything starts or queues: a refused request changes nothing.
         prepared = surface.prepare(parse_json_object(raw), services.settings.gateway.media_domains)
@@ -162,6 +164,44 @@ async def proxy(request: Request, services: DaemonServices, surface: Surface) ->
         if isinstance(surface, OpenAISurface):
             raise  # the app's handler answers in OpenAI's shape
         return JSONResponse(surface.error(exc), status_code=exc.status, headers=exc.headers)
+
+
+@asynccontextmanager
+async def chat_reply(
+    services: DaemonServices, body: dict[str, Any]
+) -> AsyncIterator[GatewayAnswer]:
+    """One chat completion served in this process as `/v1/chat/completions` serves it
+    (routed, queued, budgeted, metered and counted): the daemon's own chat turns. Leaving
+    the block closes the engine's reply and gives the slot back."""
+    raw = json.dumps(body).encode()
+    gateway = services.gateway
+    refused: GatewayAnswer | None = None
+    try:
+        prepared = _CHAT.prepare(dict(body), services.settings.gateway.media_domains)
+        reply = await _admit_and_forward(gateway, _CHAT, prepared, raw, gateway.live.clock())
+    except GatewayError as exc:
+        error = openai_error_body(exc.message, exc.kind, exc.code, exc.param)
+        refused = GatewayAnswer(exc.status, {}, body=json.dumps(error).encode())
+    if refused is not None:
+        yield refused
+        return
+    if not isinstance(reply, _LeasedStream):
+        yield GatewayAnswer(reply.status_code, dict(reply.headers), body=bytes(reply.body))
+        return
+    events = _payloads(reply.body_iterator)
+    try:
+        async with aclosing(events):
+            yield GatewayAnswer(reply.status_code, dict(reply.headers), payloads=events)
+    finally:
+        reply.end()
+
+
+async def _payloads(events: AsyncIterable[str | bytes | memoryview]) -> AsyncGenerator[str, None]:
+    """The `data:` payload of each event the relay yields (whole events)."""
+    async for chunk in events:
+        raw = chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+        for data in payloads(raw):
+            yield data.decode(errors="replace")
 
 
 async def _admit_and_forward(
@@ -360,8 +400,12 @@ class _LeasedStream(StreamingResponse):
         try:
             await _unless_gone(receive, self.stream_response(send))
         finally:
-            self._lease.release()
-            self._upstream.close()
+            self.end()
+
+    def end(self) -> None:
+        """Give the slot back and close the engine's reply."""
+        self._lease.release()
+        self._upstream.close()
 
 
 async def _relay(

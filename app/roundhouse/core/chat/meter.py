@@ -1,4 +1,5 @@
-"""One streamed chat reply's chunks read, and the reply timed and counted as the user saw it."""
+"""One streamed chat reply's chunks read, and the reply timed and counted as the daemon relays
+it to the user."""
 
 from __future__ import annotations
 
@@ -83,8 +84,7 @@ def parse_chunk(data: str) -> Chunk:
 class ReplyMeter:
     """Times and counts one reply from the moment the request goes out.
 
-    `stats()` answers at any moment, so a caller that stops a reply (closing the stream)
-    still has its figures: pass a meter to `stream_chat` and ask it after.
+    `stats()` answers at any moment, so a reply stopped mid-stream still has its figures.
     """
 
     def __init__(self, model: str, clock: Callable[[], float] = time.perf_counter) -> None:
