@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemon
 
 
 class _BenchGroup(click.Group):
@@ -172,7 +172,6 @@ def _show(result: Any, as_json: bool) -> None:
 def ls(ctx: click.Context, as_json: bool) -> None:
     """List the kept benchmark results, newest first."""
     from roundhouse.cli.bench_view import list_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.bench_results(), list_view)
 
@@ -184,7 +183,6 @@ def ls(ctx: click.Context, as_json: bool) -> None:
 def show(ctx: click.Context, bench_id: str, as_json: bool) -> None:
     """Show one result as vLLM's table."""
     from roundhouse.cli.bench_view import result_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.bench_result(bench_id), result_view)
 

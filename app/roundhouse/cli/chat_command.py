@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemon
 
 
 @click.command()
@@ -72,7 +72,6 @@ def chats() -> None:
 def list_chats(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     """List the conversations, the most recently updated first."""
     from roundhouse.cli.chat_view import conversations_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.chats(limit), conversations_view)
 
@@ -84,7 +83,6 @@ def list_chats(ctx: click.Context, limit: int | None, as_json: bool) -> None:
 def show(ctx: click.Context, conversation_id: str, as_json: bool) -> None:
     """Show a conversation with its messages and each reply's figures."""
     from roundhouse.cli.chat_view import conversation_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.chat(conversation_id), conversation_view)
 

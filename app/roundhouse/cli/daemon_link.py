@@ -1,8 +1,9 @@
-"""How a command reaches the daemon: the home in use, its client, and errors in one line."""
+"""How a command reaches the daemon: the home in use, its client, errors in one line, and
+one answer shown as JSON or drawn."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -11,6 +12,9 @@ from roundhouse.base.paths import Home
 
 # Only click and the paths load here: asyncio, the client and rich load when a command runs.
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.console import RenderableType
+
     from roundhouse.client import DaemonClient
 
 T = TypeVar("T")
@@ -41,3 +45,23 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         fail(f"{exc} Start it with `roundhouse serve`, or open the app with `roundhouse`.")
     except ClientError as exc:
         fail(str(exc))
+
+
+def show_from_daemon(
+    ctx: click.Context,
+    as_json: bool,
+    fetch: Callable[[DaemonClient], Awaitable[BaseModel]],
+    render: Callable[[Any], RenderableType],
+) -> None:
+    """Fetch one answer from the daemon and print it as JSON or as `render` draws it."""
+    from roundhouse.cli.output import console, print_json
+
+    async def ask() -> BaseModel:
+        async with daemon_client(ctx) as client:
+            return await fetch(client)
+
+    answer = run_async(ask())
+    if as_json:
+        print_json(answer)
+    else:
+        console.print(render(answer))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from roundhouse.cli.daemon_link import show_from_daemon
 from roundhouse.cli.engines_install import builds, install, remove, use
 from roundhouse.cli.engines_instances import (
     allow_presets,
@@ -34,7 +35,6 @@ def engines(ctx: click.Context, as_json: bool, refresh: bool) -> None:
 def list_engines(ctx: click.Context, as_json: bool = False, refresh: bool = False) -> None:
     """List the engines Roundhouse knows, which are installed here, and their versions."""
     from roundhouse.cli.engines_view import engines_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.engines(refresh=refresh), engines_view)
 
@@ -47,7 +47,6 @@ def ps(ctx: click.Context, as_json: bool) -> None:
 
     Engines Roundhouse did not start are marked unprotected, with what to do below."""
     from roundhouse.cli.instances_view import instances_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.instances(), instances_view)
 
@@ -62,7 +61,6 @@ def scan(ctx: click.Context, as_json: bool) -> None:
     Only engines that run as you and listen on loopback only are used; the others are named
     below the table with why."""
     from roundhouse.cli.instances_view import instances_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.scan_instances(), instances_view)
 

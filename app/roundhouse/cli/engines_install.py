@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemon
 
 if TYPE_CHECKING:
     from roundhouse.api.installs import InstallJob
@@ -160,7 +160,6 @@ async def follow_install(client: DaemonClient, started: InstallJob, *, quiet: bo
 def builds(ctx: click.Context, as_json: bool) -> None:
     """List the llama.cpp builds Roundhouse installed, and which one is current."""
     from roundhouse.cli.instances_view import builds_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.llamacpp_builds(), builds_view)
 

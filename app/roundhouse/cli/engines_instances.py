@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemon
 from roundhouse.cli.engines_common import ENGINE_IDS, resolve_id
 
 if TYPE_CHECKING:
@@ -158,7 +158,6 @@ def print_warnings(info: InstanceInfo) -> None:
 def metrics(ctx: click.Context, instance_id: str, as_json: bool) -> None:
     """Print an instance's own metrics (llama.cpp, vLLM, SGLang): tokens, requests."""
     from roundhouse.cli.instances_view import metrics_view
-    from roundhouse.cli.main import show_from_daemon
 
     async def fetch(client: DaemonClient) -> Any:
         return await client.instance_metrics(await resolve_id(client, instance_id))
@@ -258,7 +257,6 @@ def presets(
 ) -> None:
     """List presets saved per model (save them with `engines start ... --save-preset NAME`)."""
     from roundhouse.cli.instances_view import presets_view
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.output import console, fail
 
     if delete is not None:

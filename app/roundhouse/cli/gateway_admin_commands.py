@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from roundhouse.cli.daemon_link import show_from_daemon
+
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
@@ -45,7 +47,6 @@ def status_view(status: GatewayStatus) -> RenderableType:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show where the gateway listens (or why not), whether a key is set, and its use."""
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.gateway_status(), status_view)
 

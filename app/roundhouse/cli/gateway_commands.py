@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from roundhouse.cli.daemon_link import show_from_daemon
+
 
 @click.group()
 def gateway() -> None:
@@ -18,7 +20,6 @@ def models(ctx: click.Context, as_json: bool) -> None:
     on the first request (every model of the library, with a saved preset's settings or
     ones the fit estimate chooses), then the aliases. IDs are shown whole at any width."""
     from roundhouse.cli.gateway_view import models_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.gateway_models(), models_view)
 
@@ -30,6 +31,5 @@ def usage(ctx: click.Context, as_json: bool) -> None:
     """Per instance: requests and tokens through the gateway, requests in flight and
     queued, when it was last used and when it stops if left idle."""
     from roundhouse.cli.gateway_view import usage_view
-    from roundhouse.cli.main import show_from_daemon
 
     show_from_daemon(ctx, as_json, lambda c: c.gateway_usage(), usage_view)

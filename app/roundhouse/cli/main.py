@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from roundhouse import __version__
 from roundhouse.base.paths import HOME_ENV, resolve_home
-from roundhouse.cli.daemon_link import daemon_client, home_of, run_async
+from roundhouse.cli.daemon_link import home_of, run_async, show_from_daemon
 
 # Only click and the paths load at start: `roundhouse` opening the app must paint its window
 # fast, so asyncio, the client (httpx, pydantic) and rich load in the commands that use them.
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-    from rich.console import RenderableType
-
-    from roundhouse.client import DaemonClient
-
-T = TypeVar("T")
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -100,26 +90,6 @@ def stop(ctx: click.Context, as_json: bool) -> None:
         print_json({"stopped": True, "pid": last.pid})
     else:
         console.print(f"Stopped the daemon (pid {last.pid}).", highlight=False)
-
-
-def show_from_daemon(
-    ctx: click.Context,
-    as_json: bool,
-    fetch: Callable[[DaemonClient], Awaitable[BaseModel]],
-    render: Callable[[Any], RenderableType],
-) -> None:
-    """Fetch one answer from the daemon and print it as JSON or as `render` draws it."""
-    from roundhouse.cli.output import console, print_json
-
-    async def ask() -> BaseModel:
-        async with daemon_client(ctx) as client:
-            return await fetch(client)
-
-    answer = run_async(ask())
-    if as_json:
-        print_json(answer)
-    else:
-        console.print(render(answer))
 
 
 @cli.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from roundhouse.api.hub import HubModelKind, HubSearchRequest, HubSort
+from roundhouse.cli.daemon_link import show_from_daemon
 
 
 @click.group()
@@ -48,7 +49,6 @@ def search(
     as_json: bool,
 ) -> None:
     """Search Hugging Face for models local engines can run (GGUF, MLX, safetensors)."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import search_view
 
     request = HubSearchRequest(
@@ -68,7 +68,6 @@ def search(
 @click.pass_context
 def info(ctx: click.Context, repo: str, revision: str, as_json: bool) -> None:
     """A model's page: summary, license, gated flag, and its files by quantization."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import details_view
 
     show_from_daemon(ctx, as_json, lambda c: c.hub_model(repo, revision), details_view)
@@ -82,7 +81,6 @@ def info(ctx: click.Context, repo: str, revision: str, as_json: bool) -> None:
 @click.pass_context
 def token(ctx: click.Context, set_: bool, clear: bool, check: bool, as_json: bool) -> None:
     """The Hugging Face token that opens gated models, kept in the OS keyring."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import token_view
     from roundhouse.cli.output import fail
 
@@ -163,7 +161,6 @@ def downloads(
 ) -> None:
     """The download queue (Hub files and Ollama pulls): progress; pause, resume or cancel one
     by id."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import download_item_view, queue_view
     from roundhouse.cli.output import fail
 
@@ -187,7 +184,6 @@ def downloads(
 @click.pass_context
 def ls(ctx: click.Context, as_json: bool) -> None:
     """Local models: the Hugging Face cache, your folders, LM Studio's and Ollama's."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import library_view
 
     show_from_daemon(ctx, as_json, lambda c: c.library(), library_view)
@@ -201,7 +197,6 @@ def ls(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def rm(ctx: click.Context, model_id: str, dry_run: bool, yes: bool, as_json: bool) -> None:
     """Delete a local model (its id from `roundhouse models ls`), saying what was freed."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import delete_view
 
     if not dry_run and not yes and not click.confirm(f"Delete {model_id}?", default=False):
@@ -221,7 +216,6 @@ def import_(ctx: click.Context, path: str, folder: str | None, as_json: bool) ->
     from pathlib import Path
 
     from roundhouse.api.library import ImportRequest
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import library_model_view
 
     request = ImportRequest(path=str(Path(path).absolute()), folder=folder)
@@ -268,7 +262,6 @@ def fit(
     from pydantic import ValidationError
 
     from roundhouse.api.fit import CacheType, FitOptions, FitQuery
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.models_view import fit_view
     from roundhouse.cli.output import fail
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from roundhouse.cli.daemon_link import show_from_daemon
+
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the current figures as JSON.")
@@ -25,7 +27,6 @@ def monitor(
     """Show what each instance does now: tokens per second through the gateway, requests
     running and queued, time to first token, CPU, memory, GPU memory and KV cache."""
     from roundhouse.cli.daemon_link import daemon_client, run_async
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.monitor_view import monitor_view, parse_window
     from roundhouse.cli.output import console, fail
 

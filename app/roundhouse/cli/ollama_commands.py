@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from roundhouse.cli.daemon_link import daemon_client, run_async
+from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemon
 
 INSTANCE_HELP = "The Ollama instance (see `roundhouse engines ps`); default: the one serving."
 
@@ -20,7 +20,6 @@ def ollama() -> None:
 @click.pass_context
 def list_models(ctx: click.Context, instance: str | None, as_json: bool) -> None:
     """List the models Ollama has on disk."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.ollama_view import models_view
 
     show_from_daemon(ctx, as_json, lambda c: c.ollama_models(instance), models_view)
@@ -32,7 +31,6 @@ def list_models(ctx: click.Context, instance: str | None, as_json: bool) -> None
 @click.pass_context
 def ps(ctx: click.Context, instance: str | None, as_json: bool) -> None:
     """List the models loaded now, with how much of each is in GPU memory."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.ollama_view import loaded_view
 
     show_from_daemon(ctx, as_json, lambda c: c.ollama_loaded(instance), loaded_view)
@@ -45,7 +43,6 @@ def ps(ctx: click.Context, instance: str | None, as_json: bool) -> None:
 @click.pass_context
 def show(ctx: click.Context, model: str, instance: str | None, as_json: bool) -> None:
     """Show a model's details, parameters and model_info."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.ollama_view import shown_view
 
     show_from_daemon(ctx, as_json, lambda c: c.ollama_show(model, instance), shown_view)

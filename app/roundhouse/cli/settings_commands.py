@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from roundhouse.cli.daemon_link import show_from_daemon
+
 if TYPE_CHECKING:
     from roundhouse.api.settings import Settings
 
@@ -22,7 +24,6 @@ def settings() -> None:
 @click.pass_context
 def show(ctx: click.Context, as_json: bool) -> None:
     """Show every setting with its value."""
-    from roundhouse.cli.main import show_from_daemon
     from roundhouse.cli.settings_keys import settings_view
 
     show_from_daemon(ctx, as_json, lambda c: c.settings(), settings_view)
