@@ -17,8 +17,12 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from roundhouse.api.fit import DeviceKind, FitOptions, FitVerdict
-from roundhouse.core.knowledge.fit import compute as cb
 from roundhouse.core.knowledge.fit.cache import kv_layer_bytes
+from roundhouse.core.knowledge.fit.compute import (
+    llama_cpp_compute,
+    llama_cpp_host_compute,
+    llama_cpp_output,
+)
 from roundhouse.core.knowledge.fit.devices import RAM_FOOTPRINT, Budget
 from roundhouse.core.knowledge.fit.outcome import Load, Outcome
 from roundhouse.core.knowledge.fit.placement import place
@@ -77,7 +81,7 @@ def costs(shape: ModelShape, options: FitOptions, ctx: int) -> Costs:
         embeddings=embd,
         output=out,
         output_ram=out_ram,
-        compute=cb.llama_cpp_compute(
+        compute=llama_cpp_compute(
             shape,
             ctx,
             options.ubatch_size,
@@ -85,8 +89,8 @@ def costs(shape: ModelShape, options: FitOptions, ctx: int) -> Costs:
             options.n_parallel,
             options.kv_unified,
         ),
-        host=cb.llama_cpp_host_compute(shape, options.ubatch_size),
-        logits=cb.llama_cpp_output(shape, options.n_parallel),
+        host=llama_cpp_host_compute(shape, options.ubatch_size),
+        logits=llama_cpp_output(shape, options.n_parallel),
     )
 
 
