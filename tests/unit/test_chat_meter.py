@@ -9,6 +9,7 @@ from typing import Any
 from roundhouse.api.chat import Message, ReplyStats, Role, SamplingParams
 from roundhouse.core.chat.meter import Chunk, ReplyMeter, error_message, parse_chunk
 from roundhouse.core.chat.turns import history_messages, request_body
+from tests.support.clock import Clock
 
 
 def chunk(delta: dict[str, Any] | None = None, **extra: Any) -> str:
@@ -40,14 +41,6 @@ def test_errors_in_every_shape_become_words() -> None:
     assert error_message({"choices": []}) is None
     broken = parse_chunk("{not json")
     assert broken.error is not None and "not JSON" in broken.error
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_figures_use_the_usage_chunk_when_there_is_one() -> None:

@@ -28,16 +28,9 @@ from roundhouse.core.gateway.listing import list_models
 from roundhouse.core.gateway.residency import expired, least_recently_used_idle, resident
 from roundhouse.core.gateway.scheduler import Scheduler
 from roundhouse.core.instances.service import InstanceService
+from tests.support.clock import Clock
 
 A = InstanceOptions(model="/m/a.gguf")
-
-
-class Clock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _info(
@@ -135,7 +128,7 @@ def test_a_raised_concurrency_setting_counts_at_the_next_request() -> None:
 
 
 def test_only_instances_roundhouse_runs_count_and_the_least_recently_used_idle_goes() -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     scheduler = Scheduler(lambda: 1, clock)
     old, recent, busy = _info("old"), _info("recent"), _info("busy")
     loading = _info("loading", status=InstanceStatus.LOADING)
@@ -165,7 +158,7 @@ def test_only_instances_roundhouse_runs_count_and_the_least_recently_used_idle_g
 
 
 def test_idle_ttl_stops_only_what_the_gateway_started_after_the_ttl() -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     scheduler = Scheduler(lambda: 1, clock)
     jit, by_hand = _info("jit", ready_at=clock.now), _info("hand", ready_at=clock.now)
     started = {"jit"}

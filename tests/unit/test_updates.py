@@ -20,6 +20,7 @@ from roundhouse.core.system.updates import (
 )
 from tests.fakes.pypi import PypiStandin
 from tests.processes import free_port
+from tests.support.clock import Clock
 
 
 def test_versions_order_as_pep_440_says() -> None:
@@ -80,14 +81,6 @@ def test_offline_is_an_error_in_words() -> None:
         asyncio.run(fetch_latest(url, "0.1.0"))
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Fetches:
     """A fetch that answers from a list of versions (or errors) and counts its calls."""
 
@@ -104,7 +97,7 @@ class Fetches:
 
 
 def test_schedule_off_means_never_and_on_means_once_a_day(tmp_path: Path) -> None:
-    clock, enabled = Clock(), [False]
+    clock, enabled = Clock(1_800_000_000.0), [False]
     state = tmp_path / "state" / "updates.json"
 
     def checker(fetch: Fetches) -> UpdateChecker:

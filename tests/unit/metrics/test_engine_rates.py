@@ -9,6 +9,7 @@ from typing import Any
 
 from roundhouse.core.gateway.live import LiveStats, engine_rates
 from roundhouse.core.gateway.sse import relay
+from tests.support.clock import Clock
 
 TIMINGS = {
     "prompt_n": 12,
@@ -18,14 +19,6 @@ TIMINGS = {
     "predicted_ms": 250.0,
     "predicted_per_second": 200.0,
 }
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_timings_give_prompt_and_generation_rates() -> None:

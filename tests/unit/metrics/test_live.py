@@ -5,14 +5,7 @@ from __future__ import annotations
 import time
 
 from roundhouse.core.gateway.live import RECENT, LiveStats
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 def test_a_stream_counts_events_then_the_usage_corrects_them() -> None:

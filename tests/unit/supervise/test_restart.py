@@ -6,21 +6,14 @@ import signal
 
 from roundhouse.core.supervise.exits import classify_exit
 from roundhouse.core.supervise.restart import RestartPolicy
+from tests.support.clock import Clock
 
 CRASH = classify_exit(-signal.SIGSEGV, [])
 OOM = classify_exit(1, ["cudaMalloc failed: out of memory"])
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_only_transient_failures_restart() -> None:
-    policy = RestartPolicy(clock=Clock())
+    policy = RestartPolicy(clock=Clock(1000.0))
     assert not policy.decide(OOM).restart
     assert "out-of-memory" in policy.decide(OOM).reason
     assert not policy.decide(classify_exit(-signal.SIGTERM, [], by_us=True)).restart
@@ -29,7 +22,7 @@ def test_only_transient_failures_restart() -> None:
 
 
 def test_backoff_doubles_and_the_budget_runs_out() -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     policy = RestartPolicy(budget=3, window_s=600, base_delay_s=1, clock=clock)
     delays = []
     for _ in range(3):
@@ -44,7 +37,7 @@ def test_backoff_doubles_and_the_budget_runs_out() -> None:
 
 
 def test_the_window_slides() -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     policy = RestartPolicy(budget=2, window_s=600, clock=clock)
     assert policy.decide(CRASH).restart
     clock.now += 300
@@ -57,7 +50,7 @@ def test_the_window_slides() -> None:
 
 
 def test_delay_is_capped_and_reset_forgets() -> None:
-    policy = RestartPolicy(budget=10, base_delay_s=10, max_delay_s=30, clock=Clock())
+    policy = RestartPolicy(budget=10, base_delay_s=10, max_delay_s=30, clock=Clock(1000.0))
     assert [policy.decide(CRASH).delay_s for _ in range(4)] == [10, 20, 30, 30]
     policy.reset()
     assert policy.decide(CRASH).delay_s == 10
