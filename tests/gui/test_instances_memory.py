@@ -16,8 +16,8 @@ from roundhouse.gui.widgets.instances_memory import RSS_TEXT, memory_summary
 from roundhouse.gui.widgets.instances_model import Column, InstancesModel
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
 from tests.gui.test_instances_widgets import NOW, _info
-from tests.unit.models.test_fit_cases import cpu_only
-from tests.unit.models.test_memory_actual import CPU_TINY, CPU_TINY_NGL
+from tests.unit.knowledge.test_fit_cases import cpu_only
+from tests.unit.knowledge.test_memory_actual import CPU_TINY, CPU_TINY_NGL
 
 
 def _memory(tmp_path: Path, lines: str, requested: int | None = None) -> InstanceMemory:

@@ -11,8 +11,8 @@ from roundhouse.cli.memory_view import memory_view, pairs
 from roundhouse.core.knowledge.fit import estimate_fit
 from roundhouse.core.knowledge.fit.actual import parse_llama_server_load
 from tests.unit.builders import ready_instance
-from tests.unit.models.test_fit_cases import llama_3_1_8b_q4_k_m, rtx_4090
-from tests.unit.models.test_memory_actual import CUDA_ISWA, METAL_2025
+from tests.unit.knowledge.test_fit_cases import llama_3_1_8b_q4_k_m, rtx_4090
+from tests.unit.knowledge.test_memory_actual import CUDA_ISWA, METAL_2025
 
 
 def _info(instance_id: str, memory: InstanceMemory | None = None) -> InstanceInfo:

@@ -1,7 +1,7 @@
 """An instance's memory after its load: the options of the estimate, and both sides joined.
 
 The model is the tiny generated GGUF; the lines are llama-server's, recorded from its load
-of that model (tests/unit/models/test_memory_actual.py); the machines are made up.
+of that model (tests/unit/knowledge/test_memory_actual.py); the machines are made up.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from roundhouse.core.knowledge.run_options import ALL_LAYERS, fit_options, reque
 from roundhouse.core.knowledge.shape import ModelShape
 from roundhouse.core.supervise.logcapture import LogCapture
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
-from tests.unit.models.test_fit_cases import cpu_only, rtx_4090
-from tests.unit.models.test_memory_actual import CPU_TINY, CPU_TINY_DEFAULT, CPU_TINY_NGL
+from tests.unit.knowledge.test_fit_cases import cpu_only, rtx_4090
+from tests.unit.knowledge.test_memory_actual import CPU_TINY, CPU_TINY_DEFAULT, CPU_TINY_NGL
 
 
 @pytest.fixture(scope="module")

@@ -1,1 +1,1 @@
-"""Tests of models: GGUF headers, the Hub, downloads, the library and memory fit."""
+"""Tests of models: the Hub, downloads, Ollama pulls and the library."""

@@ -15,7 +15,7 @@ cache; a windowed layer's cells when every layer is windowed). Logits take one r
 llama-server reserves a single output.
 
 Measured with llama-server (this repository's test build, CPU backend, F16 weights in
-sparse files of the real shapes; `tests/unit/models/test_fit_real_load.py` reruns it):
+sparse files of the real shapes; `tests/unit/knowledge/test_fit_real_load.py` reruns it):
 
 | shape (n_embd, n_ff, heads) | ctx | flash | measured MiB | formula |
 |---|---|---|---|---|

@@ -30,7 +30,7 @@ from roundhouse.core.knowledge.fit import estimate_fit, kv_layer_bytes, llama_cp
 from roundhouse.core.knowledge.gguf import read_gguf_header, shape_from_gguf
 from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 from tests.fixtures.models.gguf_headers import KNOWN_MODELS, write_known_gguf
-from tests.unit.models.test_fit_cases import (
+from tests.unit.knowledge.test_fit_cases import (
     GIB,
     MIB,
     deepseek_v2_lite,

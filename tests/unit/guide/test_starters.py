@@ -45,7 +45,7 @@ from roundhouse.core.hardware.recommend import recommend
 from roundhouse.core.knowledge.fit import estimate_fit
 from roundhouse.core.models.hub.errors import HubUnavailableError
 from roundhouse.gui.first_run.words import download_words, fit_text, shown_options, state_text
-from tests.unit.models.test_fit_cases import (
+from tests.unit.knowledge.test_fit_cases import (
     GIB,
     cpu_only,
     mac_16gb,

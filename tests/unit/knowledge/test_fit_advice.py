@@ -17,7 +17,7 @@ from roundhouse.core.knowledge.fit import estimate_fit
 from roundhouse.core.knowledge.fit.quants import BPW, smaller_shape
 from roundhouse.core.knowledge.hf_config import shape_from_hf_config
 from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
-from tests.unit.models.test_fit_cases import (
+from tests.unit.knowledge.test_fit_cases import (
     GIB,
     cpu_only,
     llama_3_1_8b_q4_k_m,
@@ -28,7 +28,7 @@ from tests.unit.models.test_fit_cases import (
     rtx_3070,
     rtx_4090,
 )
-from tests.unit.models.test_fit_hf_config import LLAMA_3_1_8B, LLAMA_3_2_3B_MLX_4BIT
+from tests.unit.knowledge.test_fit_hf_config import LLAMA_3_1_8B, LLAMA_3_2_3B_MLX_4BIT
 
 CTX_32K = FitOptions(context_length=32768)
 

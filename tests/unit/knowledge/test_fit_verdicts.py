@@ -21,7 +21,7 @@ from roundhouse.core.errors import InvalidInputError
 from roundhouse.core.knowledge.fit import estimate_fit, place
 from roundhouse.core.knowledge.hf_config import shape_from_hf_config
 from roundhouse.core.knowledge.shape import WeightFormat
-from tests.unit.models.test_fit_cases import (
+from tests.unit.knowledge.test_fit_cases import (
     APPLE_CAP,
     GIB,
     MIB,
@@ -36,7 +36,7 @@ from tests.unit.models.test_fit_cases import (
     rtx_4090,
     two_3090s,
 )
-from tests.unit.models.test_fit_hf_config import LLAMA_3_1_8B, LLAMA_3_2_3B_MLX_4BIT
+from tests.unit.knowledge.test_fit_hf_config import LLAMA_3_1_8B, LLAMA_3_2_3B_MLX_4BIT
 
 CTX_8K = FitOptions(context_length=8192)
 CTX_32K = FitOptions(context_length=32768)

@@ -9,7 +9,7 @@ import pytest
 from roundhouse.api.fit import CacheType, FitEngine
 from roundhouse.core.knowledge.fit import kv_bytes_per_token, kv_layer_bytes
 from roundhouse.core.knowledge.shape import ModelShape
-from tests.unit.models.test_fit_cases import (
+from tests.unit.knowledge.test_fit_cases import (
     GIB,
     KIB,
     MIB,

@@ -26,7 +26,7 @@ from tests.fixtures.models.gguf_headers import (
     KnownModel,
     write_known_gguf,
 )
-from tests.unit.models.test_fit_cases import GIB, MIB, cpu_only
+from tests.unit.knowledge.test_fit_cases import GIB, MIB, cpu_only
 
 LOAD_TIMEOUT_S = 180
 

@@ -1,0 +1,1 @@
+"""Tests of the first-run guide: the starters, their catalog and the first steps."""
