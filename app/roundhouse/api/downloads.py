@@ -109,12 +109,6 @@ class DownloadItem(_Frozen):
 OLLAMA_ID_PREFIX = "ollama-"
 
 
-def is_ollama_pull(item_id: str) -> bool:
-    """Whether the id names an Ollama pull job. Going: the queue (core/models/queue.py) asks
-    the pulls whether they hold an item instead."""
-    return item_id.startswith(OLLAMA_ID_PREFIX)
-
-
 class OllamaDownloadRequest(_Frozen):
     """An Ollama model to pull through the queue."""
 

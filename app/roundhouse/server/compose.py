@@ -30,6 +30,7 @@ from roundhouse.core.gateway.key import GatewayKeyStore
 from roundhouse.core.gateway.launch import FitFor
 from roundhouse.core.gateway.library import LibraryStartables, ModelLibrary
 from roundhouse.core.hardware.sampler import Sampler
+from roundhouse.core.infra.jobs import JobBoard
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
@@ -137,16 +138,17 @@ def build_services(
         history_s=settings.daemon.sample_history_s,
     )
     instances = instance_service(state)
+    jobs = JobBoard()
     installs = InstallJobs(
-        home.data_dir / "engines", state.inventory, lambda: state.engines(refresh=True)
+        home.data_dir / "engines", state.inventory, lambda: state.engines(refresh=True), jobs=jobs
     )
     # Opened on first use: a damaged chat file costs the chat routes, not the daemon's start.
     chats = ChatStore(home.data_dir / CHAT_FILE, lambda: state.settings.chat.max_conversations)
     # Opened beside the server's start; their routes wait for it.
-    models = ModelsOpening(state)
+    models = ModelsOpening(state, jobs)
     gateway = _gateway(state, instances, models)
     # Benchmarks go through this daemon's own gateway.
-    bench = BenchService(home.data_dir / "bench", url + GATEWAY_PATH, token)
+    bench = BenchService(home.data_dir / "bench", url + GATEWAY_PATH, token, jobs=jobs)
     gateway_key = GatewayKeyStore.with_marker_in(home.state_dir)
 
     def gateway_app(hosts: frozenset[str]) -> FastAPI:
@@ -164,13 +166,14 @@ def build_services(
         request_shutdown=request_shutdown,
         gateway_key=gateway_key,
         instances=instances,
+        jobs=jobs,
         installs=installs,
         chats=chats,
         chat_turns=ChatTurns(chats),
         models=models,
         gateway=gateway,
         bench=bench,
-        ab=AbService(bench, instances),
+        ab=AbService(bench, instances, jobs=jobs),
         metrics=build_metrics(state, instances, gateway),
         second_listener=SecondListener(state, gateway_key, gateway_app),
         ollama_listener=OllamaPortListener(state, gateway_key, gateway_app),
@@ -207,6 +210,7 @@ async def close_services(services: DaemonServices) -> None:
     # A daemon that stops takes its engines with it: nothing is left running unseen.
     await services.instances.stop_all()
     await services.installs.close()
+    await services.jobs.close()
     await services.models.close()
     await services.chats.close()
     await services.metrics.stop()

@@ -19,6 +19,7 @@ from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
+from roundhouse.core.models.queue import DownloadQueue
 from roundhouse.core.system.updates import UpdateChecker
 from roundhouse.server.feed_wiring import ChangeFeed
 from roundhouse.server.models_wiring import ModelServices
@@ -125,11 +126,17 @@ async def get_pulls(models: Models) -> OllamaPulls:
     return models.open_pulls()
 
 
+async def get_queue(models: Models) -> DownloadQueue:
+    """The queue users see: the files and the Ollama pulls as one."""
+    return models.queue
+
+
 Hub = Annotated["HubService", Depends(get_hub)]
 Library = Annotated["LibraryService", Depends(get_library)]
 Fitter = Annotated["ModelFitter", Depends(get_fitter)]
 Downloads = Annotated["DownloadService", Depends(get_downloads)]
 Pulls = Annotated["OllamaPulls", Depends(get_pulls)]
+Queue = Annotated[DownloadQueue, Depends(get_queue)]
 
 
 async def require_token(request: Request, services: Services) -> None:

@@ -59,14 +59,13 @@ class ChangeFeed:
             "gateway", relay(self.feed, EventKind.GATEWAY, gateway_models, [self.feed.changes])
         )
         self._run("models", self._relay_models(services))
-        # The one job board, once the composition root hands it to every kind of job.
-        board = getattr(services, "jobs", None)
-        if board is not None:
+        # The one job board: installs, downloads, pulls, benchmarks and A/B runs.
+        board = services.jobs
 
-            async def job_list() -> JobList:
-                return JobList(jobs=board.views())
+        async def job_list() -> JobList:
+            return board.listing()
 
-            self._run("jobs", relay(self.feed, EventKind.JOBS, job_list, [board.changes]))
+        self._run("jobs", relay(self.feed, EventKind.JOBS, job_list, [board.changes]))
 
     async def _relay_models(self, services: DaemonServices) -> None:
         """The library and the download queue, once the model services are open."""
@@ -82,20 +81,10 @@ class ChangeFeed:
         )
 
     async def _relay_downloads(self, models: ModelServices) -> None:
-        from roundhouse.core.models.ollama_pulls.follow import Changing, combine, follow_queue
-
         if models.downloads_error is not None:
             return
-        sources: list[Changing] = [models.downloads]
-        if models.pulls_open:
-            sources.append(models.pulls)
-
-        def view() -> DownloadQueueView:
-            queue = models.downloads.view()
-            pulls = models.pulls_if_open()
-            return combine(queue, pulls.items()) if pulls is not None else queue
-
-        views: AsyncIterator[DownloadQueueView] = follow_queue(view, sources)
+        # The queue users see, as its own stream follows it (built in the core).
+        views: AsyncIterator[DownloadQueueView] = models.queue.follow()
         async for state in views:
             self.feed.publish(EventKind.DOWNLOADS, state)
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.errors import RoundhouseError, ServiceUnavailableError
+from roundhouse.core.infra.jobs import JobBoard
+from roundhouse.core.models.queue import DownloadQueue
 from roundhouse.server.services import DaemonState
 
 if TYPE_CHECKING:
@@ -39,6 +41,11 @@ class ModelServices:
     # routes (which say why), not the daemon's start.
     downloads_error: str | None = None
     pulls_open: bool = False
+    # The queue users see: the files and the pulls as one (built in the core).
+    queue: DownloadQueue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.queue = DownloadQueue(self.open_downloads, self.pulls_if_open, self.pulls_closed)
 
     def open_downloads(self) -> DownloadService:
         if self.downloads_error is not None:
@@ -55,14 +62,20 @@ class ModelServices:
     def pulls_if_open(self) -> OllamaPulls | None:
         return self.pulls if self.pulls_open else None
 
+    def pulls_closed(self) -> ServiceUnavailableError:
+        return ServiceUnavailableError(
+            self.downloads_error or "The queue of Ollama pulls is not open."
+        )
+
 
 class ModelsOpening:
     """The model services from the daemon's start: they open beside the server's start (in
     a thread for the imports, then the queues and the library's first scan), and `ready()`
     waits for that."""
 
-    def __init__(self, state: DaemonState) -> None:
+    def __init__(self, state: DaemonState, jobs: JobBoard) -> None:
         self._state = state
+        self._jobs = jobs
         self._built: ModelServices | None = None
         self._task = asyncio.create_task(self._open(), name="models-opening")
 
@@ -82,7 +95,7 @@ class ModelsOpening:
         """Build the library and the download queue; downloads that were running when the
         last daemon stopped continue from their partial files."""
         await asyncio.to_thread(_import_models)
-        models = self._built = _build(self._state)
+        models = self._built = _build(self._state, self._jobs)
         try:
             # Pulls that ran when the last daemon stopped are pulled again (Ollama resumes).
             await models.pulls.start()
@@ -125,7 +138,7 @@ def _import_models() -> None:
     import roundhouse.core.models.ollama_pulls.service  # noqa: F401
 
 
-def _build(state: DaemonState) -> ModelServices:
+def _build(state: DaemonState, jobs: JobBoard) -> ModelServices:
     from roundhouse.core.models.downloads.service import DownloadService
     from roundhouse.core.models.fitter import ModelFitter
     from roundhouse.core.models.hub.service import HubService
@@ -160,6 +173,7 @@ def _build(state: DaemonState) -> ModelServices:
             settings=lambda: state.settings.models,
             token=hub.tokens.token,
             endpoint=hub.endpoint,
+            jobs=jobs,
         ),
-        pulls=OllamaPulls(data, settings=lambda: state.settings.models),
+        pulls=OllamaPulls(data, settings=lambda: state.settings.models, jobs=jobs),
     )

@@ -20,6 +20,7 @@ from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway.key import GatewayKeyStore
 from roundhouse.core.hardware.sampler import Sampler
+from roundhouse.core.infra.jobs import JobBoard
 from roundhouse.core.infra.settings import save_settings
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
@@ -90,6 +91,8 @@ class DaemonServices:
     # The gateway's API key, read from the keyring at start and cached for every request.
     gateway_key: GatewayKeyStore
     instances: InstanceService
+    # Every job of the daemon (installs, downloads, pulls, benchmarks, A/B runs), one board.
+    jobs: JobBoard
     installs: InstallJobs
     chats: ChatStore
     chat_turns: ChatTurns
