@@ -9,7 +9,6 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from roundhouse.api.bench import (
     BenchList,
@@ -30,9 +29,6 @@ from roundhouse.core.bench.runner import Target, new_session, run_requests, warm
 from roundhouse.core.bench.workloads import Prompt, random_prompts, sharegpt_prompts
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.infra.jobs import Job, JobBoard, new_job_id
-
-if TYPE_CHECKING:
-    from roundhouse.core.bench.ab import AbService
 
 log = logging.getLogger(__name__)
 _ID = re.compile(r"^[0-9a-f]{12}$")
@@ -133,8 +129,6 @@ class BenchService:
         self.api_key = api_key
         # The daemon's one board; a board of its own when used alone.
         self._board = jobs if jobs is not None else JobBoard()
-        # A/B runs, made on first use by whoever has the instance service.
-        self.ab: AbService | None = None
 
     def start(
         self,
@@ -205,8 +199,6 @@ class BenchService:
         return _snapshot(job)
 
     async def aclose(self) -> None:
-        if self.ab is not None:
-            await self.ab.aclose()
         for job in self._board.jobs(JobKind.BENCH):
             await self._board.cancel(job)
 
