@@ -21,6 +21,7 @@ import click
 def events(ctx: click.Context, as_json: bool, since: int | None) -> None:
     """Print every change the daemon makes as it happens: instances, jobs, downloads, the
     gateway's models, settings and the library. Runs until Ctrl+C or the daemon stops."""
+    from roundhouse.api.events import ResetEvent
     from roundhouse.cli.daemon_link import daemon_client, run_async
     from roundhouse.cli.events_view import EventLines
     from roundhouse.cli.output import console
@@ -33,8 +34,11 @@ def events(ctx: click.Context, as_json: bool, since: int | None) -> None:
                 if as_json:
                     sys.stdout.write(event.model_dump_json() + "\n")
                     sys.stdout.flush()
-                else:
-                    console.print(lines.line(event), highlight=False, markup=False, soft_wrap=True)
+                    continue
+                if isinstance(event, ResetEvent):
+                    # A reset asks for the state again: the settings, to say what a save changed.
+                    lines.settings_now(await client.settings())
+                console.print(lines.line(event), highlight=False, markup=False, soft_wrap=True)
         if not as_json:
             console.print("The daemon stopped.", highlight=False)
 

@@ -39,6 +39,10 @@ class EventLines:
     def __init__(self) -> None:
         self._settings: Settings | None = None
 
+    def settings_now(self, settings: Settings) -> None:
+        """The settings as loaded after a reset: the next settings event says what changed."""
+        self._settings = settings
+
     def line(self, event: FeedEvent) -> str:
         clock = time.strftime("%H:%M:%S", time.localtime(event.at))
         return f"{event.seq} {clock} {event.kind.value:<9} {self._what(event)}"
