@@ -13,6 +13,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import Preset
 from roundhouse.base.files import write_atomic
 from roundhouse.core.errors import NotFoundError, SettingsError
+from roundhouse.core.infra.changes import Changes
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,9 @@ class PresetStore:
     def __init__(self, config_dir: Path) -> None:
         self.path = config_dir / PRESETS_FILE
         self._lock = threading.Lock()
+        # Touched at each save or delete (in the event loop's thread, where both are called):
+        # what the gateway can start follows the presets.
+        self.changes = Changes()
 
     def find(self, engine: EngineId | None = None, model: str | None = None) -> list[Preset]:
         return [
@@ -52,6 +56,7 @@ class PresetStore:
         with self._lock:
             kept = [p for p in self._load() if _key(p) != _key(preset)]
             self._write([*kept, preset])
+        self.changes.touch()
         return preset
 
     def delete(self, engine: EngineId, model: str, name: str) -> None:
@@ -61,6 +66,7 @@ class PresetStore:
             if len(kept) == len(presets):
                 raise NotFoundError(f"No preset named {name!r} is saved for {model}.")
             self._write(kept)
+        self.changes.touch()
 
     def _load(self) -> list[Preset]:
         try:
