@@ -146,7 +146,9 @@ class ReplyMeter:
             prompt_tokens=self.prompt_tokens,
             completion_tokens=tokens,
             tokens_per_s=rate,
-            duration_s=round(ended - self.started, 3),
+            # To the TTFT's resolution (10 µs): a short reply relayed in process may end
+            # within a millisecond of its first token.
+            duration_s=round(ended - self.started, 5),
             finish_reason=self.finish_reason,
             stopped=stopped,
             error=error,
