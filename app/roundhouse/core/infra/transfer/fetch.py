@@ -270,6 +270,16 @@ class Transfer:
                     last_checkpoint = now
                 if writer.synced != self.plan.durable:
                     await self._checkpoint(writer.synced)
+        except aiohttp.ClientPayloadError:
+            # The connection broke: the bytes that came before the break are valid, but
+            # aiohttp raises the break before handing them over. Kept, they spare a resume
+            # from fetching them again (and the partial holds all that arrived).
+            tail = _unread(reply.content)
+            if tail and self._received + len(tail) <= self.plan.size:
+                self._received += len(tail)
+                chunks.append(tail)
+                self._hooks.received(self._received)
+            raise
         finally:
             await self._finish(writer, chunks if keep else [])
 
@@ -292,3 +302,17 @@ class Transfer:
     async def _checkpoint(self, durable: int) -> None:
         self.plan.durable = durable
         await self._hooks.checkpoint(durable, self.plan.validator)
+
+
+def _unread(content: aiohttp.StreamReader) -> bytes:
+    """What arrived but was not read yet. StreamReader.readany raises a broken connection
+    before the buffer; its own drain (`_read_nowait`, private) reads the buffer regardless.
+    Anything unexpected there gives nothing: the bytes are then fetched again."""
+    drain = getattr(content, "_read_nowait", None)
+    if drain is None:
+        return b""
+    try:
+        data = drain(-1)
+    except Exception:  # noqa: BLE001 - a private method may fail in ways of its own
+        return b""
+    return data if isinstance(data, bytes) else b""
