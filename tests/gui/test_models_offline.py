@@ -125,7 +125,7 @@ def test_the_empty_library_says_how_to_add_models_and_a_folder_added_is_listed(
                 30,
                 "the folder's model listed",
             )
-            assert library.find(lambda m: m.path == str(tiny_gguf)) is not None
+            assert library.find_model(lambda m: m.path == str(tiny_gguf)) is not None
             assert not hint.isVisible()
             async with DaemonClient(daemon.url, daemon.token) as client:
                 settings = await client.settings()

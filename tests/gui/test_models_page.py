@@ -167,7 +167,7 @@ def test_search_pick_download_pause_resume_library_start_delete(
         library = page.library
 
         def downloaded() -> LibraryModel | None:
-            return library.find(
+            return library.find_model(
                 lambda m: m.repo == GGUF_REPO and m.path is not None and m.path.endswith(Q8_FILE)
             )
 

@@ -75,12 +75,13 @@ def test_the_dialog_shows_what_the_engine_runs_and_the_row_follows_the_start(
         await wait_until(lambda: "Imported" in library.message_label.text(), 20, "the import")
         await wait_until(
             lambda: (
-                library.find(lambda m: bool(m.path) and m.path.endswith("tiny.gguf")) is not None
+                library.find_model(lambda m: bool(m.path) and m.path.endswith("tiny.gguf"))
+                is not None
             ),
             20,
             "the imported model",
         )
-        found = library.find(lambda m: bool(m.path) and m.path.endswith("tiny.gguf"))
+        found = library.find_model(lambda m: bool(m.path) and m.path.endswith("tiny.gguf"))
         assert isinstance(found, LibraryModel)
         model: LibraryModel = found
         assert library.select_model(model.id)

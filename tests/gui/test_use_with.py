@@ -137,7 +137,7 @@ def test_use_with_from_the_library_names_the_models_short_id(
         page.show_tab(page.tabs.indexOf(library))
         library.import_file(str(tiny_gguf))
         await wait_until(lambda: library.models.rowCount() == 1, 20, "the imported model")
-        model = library.find(lambda m: True)
+        model = library.find_model(lambda m: True)
         assert model is not None and model.served_id
         assert not library.use_button.isEnabled(), "nothing chosen yet"
         assert library.select_model(model.id) and library.use_button.isEnabled()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from functools import cache
 from typing import Any, TypeVar
@@ -285,7 +285,7 @@ class DaemonClient(
     async def cancel_install(self, job_id: str) -> InstallJob:
         return await self._request("DELETE", f"/installs/{job_id}", InstallJob)
 
-    async def follow_install(self, job_id: str) -> AsyncIterator[InstallJob]:
+    async def follow_install(self, job_id: str) -> AsyncGenerator[InstallJob, None]:
         """The job at each change, until it ends."""
         async with aclosing(self._stream(f"/installs/{job_id}/stream", ("job",))) as events:
             async for _, data in events:
@@ -349,7 +349,7 @@ class DaemonClient(
 
     async def ollama_pull(
         self, model: str, instance: str | None = None
-    ) -> AsyncIterator[OllamaPullProgress]:
+    ) -> AsyncGenerator[OllamaPullProgress, None]:
         """Each progress line of the pull; raises ApiError when the pull fails."""
         body = OllamaPullRequest(model=model).model_dump_json()
         stream = self._stream(
@@ -374,7 +374,7 @@ class DaemonClient(
     # would be closed later by the garbage collector, perhaps with no event loop running
     # (the app's qasync loop between runs), and its HTTP connection with it.
 
-    async def stream_samples(self) -> AsyncIterator[HardwareSample]:
+    async def stream_samples(self) -> AsyncGenerator[HardwareSample, None]:
         """Every new hardware sample, as the daemon takes it, until the stream ends."""
         async with aclosing(self._stream("/hardware/samples/stream", ("sample",))) as events:
             async for _, data in events:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ class EventsMixin:
             self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
         ) -> AsyncGenerator[tuple[str, str], None]: ...
 
-    async def events(self, since: int | None = None) -> AsyncIterator[FeedEvent]:
+    async def events(self, since: int | None = None) -> AsyncGenerator[FeedEvent, None]:
         """Every event after `since` (the `seq` of the last one the caller applied), until
         the daemon stops; without `since`, or when the daemon no longer keeps the events
         after it, a ResetEvent first (load the state again). To resume after a broken

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,7 +43,7 @@ class MetricsMixin:
         response = await self._send("GET", "/metrics/export.csv", params={"window": window_s})
         return response.text
 
-    async def stream_metrics(self) -> AsyncIterator[MetricsSnapshot]:
+    async def stream_metrics(self) -> AsyncGenerator[MetricsSnapshot, None]:
         """The latest snapshot, then each new one as the daemon takes it."""
         async with aclosing(self._stream("/metrics/stream", ("metrics",))) as events:
             async for _, data in events:

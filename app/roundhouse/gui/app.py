@@ -167,7 +167,7 @@ async def shutdown(ui: Ui) -> None:
 class _FirstPaint(QObject):
     """Calls `on_paint` once, when the main window is first painted (smoke test only)."""
 
-    def __init__(self, app: QApplication, on_paint: Callable[[], None]) -> None:
+    def __init__(self, app: QApplication, on_paint: Callable[[], object]) -> None:
         super().__init__(app)
         self._app = app
         self._on_paint = on_paint

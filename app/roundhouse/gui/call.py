@@ -78,14 +78,14 @@ class Follow(QObject):
         self.done = False
         self.failure: Failure | None = None
         self.last: Any = None
-        self._cancel: Callable[[], None] | None = None
+        self._cancel: Callable[[], object] | None = None
 
     def cancel(self) -> None:
         """Stop following: the stream is closed (for an Ollama pull, the pull stops)."""
         if not self.done and self._cancel is not None:
             self._cancel()
 
-    def bind_cancel(self, cancel: Callable[[], None]) -> None:
+    def bind_cancel(self, cancel: Callable[[], object]) -> None:
         self._cancel = cancel
 
     def receive(self, item: Any) -> None:

@@ -119,9 +119,10 @@ class MainWindow(QMainWindow):
 
     def show_page(self, title: str) -> QWidget:
         for row in range(self.navigation.count()):
-            if self.navigation.item(row).text() == title:
+            item, page = self.navigation.item(row), self.pages.widget(row)
+            if item is not None and page is not None and item.text() == title:
                 self.navigation.setCurrentRow(row)
-                return self.pages.widget(row)
+                return page
         raise KeyError(title)
 
     def show_chat(self, conversation_id: str | None = None, *, model: str | None = None) -> None:

@@ -145,7 +145,7 @@ class QuickChatWindow(QWidget):
         follow.cancelled.connect(self._on_follow_cancelled)
         follow.finished.connect(self._on_follow_finished)
         self.status_label.setText(f"Asking {model}…")
-        self.reply.render()
+        self.reply.show_now()
         self._update_actions()
 
     def _on_active_model_changed(self) -> None:
@@ -173,7 +173,7 @@ class QuickChatWindow(QWidget):
         self.exchange = Exchange()
         self.conversation = None
         self.status_label.setText("")
-        self.reply.render()
+        self.reply.show_now()
         self._update_actions()
         self.input.setFocus()
 
@@ -201,7 +201,7 @@ class QuickChatWindow(QWidget):
 
     def _on_follow_finished(self) -> None:
         turn, self._turn, self.follow = self._turn, None, None
-        self.reply.render()
+        self.reply.show_now()
         self.status_label.setText(turn.outcome() if turn is not None else "")
         self._update_actions()
         self.input.setFocus()
@@ -227,7 +227,7 @@ class QuickChatWindow(QWidget):
         self.conversation = conversation
         self.exchange = Exchange()
         self.status_label.setText("")
-        self.reply.render()
+        self.reply.show_now()
         self._main.show_chat(conversation.id)
         self.hide()
 
@@ -255,7 +255,8 @@ class QuickChatWindow(QWidget):
     def keyPressEvent(self, event: QKeyEvent) -> None:
         # Esc hides, and so does the shortcut that opened it (when the main window is hidden
         # its application-wide shortcut is not active, and the key arrives here).
-        if event.key() == Qt.Key.Key_Escape or event.keyCombination() == QKeySequence(SHORTCUT)[0]:
+        pressed = QKeySequence(event.keyCombination())
+        if event.key() == Qt.Key.Key_Escape or pressed == QKeySequence(SHORTCUT):
             self.hide()
             return
         super().keyPressEvent(event)

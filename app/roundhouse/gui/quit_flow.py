@@ -83,7 +83,7 @@ class QuitController(QObject):
         # the default stops them; nothing kept is lost (models, presets and chats stay, and
         # the next launch starts the daemon again). Keeping them serving is the deliberate
         # choice, one click away; Escape cancels the quit.
-        box.setDefaultButton(self._stop_button)  # type: ignore[arg-type]
+        box.setDefaultButton(self._stop_button)
         box.finished.connect(self._on_dialog_finished)
         self.dialog = box
         # open(), not exec(): a nested event loop would stall qasync's tasks.

@@ -7,6 +7,7 @@ is refreshed by poking the bridge's one instances poller every few seconds while
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QMenu, QMessageBox, QSystemTrayIcon
@@ -46,8 +47,8 @@ class Tray(QObject):
         *,
         dark_panel: bool,
         active_model: ActiveModel | None = None,
-        open_quick_chat: Callable[[], None] | None = None,
-        open_first_run: Callable[[], None] | None = None,
+        open_quick_chat: Callable[[], object] | None = None,
+        open_first_run: Callable[[], object] | None = None,
     ) -> None:
         super().__init__()
         self._bridge = bridge
@@ -155,7 +156,7 @@ class Tray(QObject):
                 word = "Detach"
             else:
                 word = "Stop"
-            submenu.addAction(word, lambda info=info: self.stop_instance(info))
+            submenu.addAction(word, partial(self.stop_instance, info))
 
     def _add_toggle(self, text: str, field: str, checked: bool) -> None:
         action = self.menu.addAction(text)

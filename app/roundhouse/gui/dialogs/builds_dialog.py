@@ -37,6 +37,7 @@ from roundhouse.gui.call import Call
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.install_view import InstallView
+from roundhouse.gui.widgets.table_view import cell_text
 
 HEADERS = ("Build", "Backend", "File", "Installed", "")
 CURRENT_MARK = "✓ current"
@@ -142,7 +143,7 @@ class BuildsDialog(QDialog):
 
     def row_texts(self) -> list[list[str]]:
         return [
-            [self.table.item(row, column).text() for column in range(len(HEADERS))]
+            [cell_text(self.table, row, column) for column in range(len(HEADERS))]
             for row in range(self.table.rowCount())
         ]
 

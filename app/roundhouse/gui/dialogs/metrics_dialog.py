@@ -22,6 +22,7 @@ from roundhouse.api.instances import InstanceInfo, InstanceMetrics
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.instances_model import model_name
+from roundhouse.gui.widgets.table_view import cell_text
 
 REFRESH_MS = 2000
 # After a failure other than "no metrics": ask again, less often.
@@ -77,7 +78,7 @@ class MetricsDialog(QDialog):
     def values(self) -> dict[str, str]:
         """What the table shows: metric name -> value in words."""
         return {
-            self.table.item(row, 0).text(): self.table.item(row, 1).text()
+            cell_text(self.table, row, 0): cell_text(self.table, row, 1)
             for row in range(self.table.rowCount())
         }
 

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.ollama import OllamaShownModel
 from roundhouse.gui.widgets.ollama_tables import modified_in_words
+from roundhouse.gui.widgets.table_view import cell_text
 
 # Token lists and merges are huge arrays: their size is what matters, not their content.
 MAX_VALUE_CHARS = 200
@@ -98,6 +99,6 @@ class OllamaShowDialog(QDialog):
 
     def info(self) -> dict[str, str]:
         return {
-            self.info_table.item(row, 0).text(): self.info_table.item(row, 1).text()
+            cell_text(self.info_table, row, 0): cell_text(self.info_table, row, 1)
             for row in range(self.info_table.rowCount())
         }

@@ -194,7 +194,7 @@ class StartDialog(QDialog):
         fields = self._takes.get(engine, frozenset()) if engine else frozenset()
         values = self.params.values()
         chosen = {name: value for name, value in values.items() if name in fields}
-        return InstanceOptions(model=self.model() or None, **chosen)  # type: ignore[arg-type]
+        return InstanceOptions.model_validate({"model": self.model() or None, **chosen})
 
     def request(self) -> StartRequest:
         engine = self.engine()

@@ -67,7 +67,8 @@ class DownloadPanel(QWidget):
         self._repaint.start()
 
     def _on_queue(self, view: DownloadQueueView) -> None:
-        for item in [*view.items, *view.ollama]:
+        items: list[AnyDownloadItem] = [*view.items, *view.ollama]
+        for item in items:
             if item.id in self.ids:
                 self.latest[item.id] = item
         if len(self.latest) < len(self.ids):

@@ -132,8 +132,7 @@ class ModelStep(StepPage):
         self._on_selection_changed()
 
     def select(self, option_id: str) -> bool:
-        for index in range(self.table.topLevelItemCount()):
-            item = self.table.topLevelItem(index)
+        for item in self._rows():
             if item.data(0, ID_ROLE) == option_id:
                 self.table.setCurrentItem(item)
                 item.setSelected(True)
@@ -141,10 +140,12 @@ class ModelStep(StepPage):
         return False
 
     def shown_ids(self) -> list[str]:
-        return [
-            str(self.table.topLevelItem(i).data(0, ID_ROLE))
-            for i in range(self.table.topLevelItemCount())
-        ]
+        return [str(item.data(0, ID_ROLE)) for item in self._rows()]
+
+    def _rows(self) -> list[QTreeWidgetItem]:
+        count = self.table.topLevelItemCount()
+        rows = (self.table.topLevelItem(index) for index in range(count))
+        return [item for item in rows if item is not None]
 
     def selected(self) -> StarterOption | None:
         items = self.table.selectedItems()

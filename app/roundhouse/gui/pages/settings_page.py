@@ -73,7 +73,7 @@ class SettingsPage(QWidget):
         sections = QWidget()
         sections_layout = QVBoxLayout(sections)
         sections_layout.setContentsMargins(0, 0, 0, 0)
-        for section in (
+        for widget in (
             self.models,
             self.hub_token,
             self.gateway,
@@ -82,7 +82,7 @@ class SettingsPage(QWidget):
             self.daemon,
             self.updates,
         ):
-            sections_layout.addWidget(section)
+            sections_layout.addWidget(widget)
         sections_layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)

@@ -141,7 +141,9 @@ class ChartCard(QWidget):
     def _redraw(self) -> None:
         self.plot.viewport().update()
 
-    def set_data(self, x: np.ndarray, ys: Sequence[np.ndarray], x_span: tuple[float, float]):
+    def set_data(
+        self, x: np.ndarray, ys: Sequence[np.ndarray], x_span: tuple[float, float]
+    ) -> None:
         self._x = x
         self._ys = list(ys)
         for curve, y in zip(self._curves, ys, strict=False):

@@ -92,17 +92,17 @@ class BadgeDelegate(QStyledItemDelegate):
         if not text or tone is None:
             super().paint(painter, option, index)
             return
-        widget = option.widget  # type: ignore[attr-defined]
+        widget = option.widget
         style = widget.style() if isinstance(widget, QWidget) else None
         if style is not None:
             # The row's selection and alternate colours, without the text.
             plain = QStyleOptionViewItem(option)
             self.initStyleOption(plain, index)
-            plain.text = ""  # type: ignore[attr-defined]
+            plain.text = ""
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, plain, painter, widget)
         fill, border, ink = TONE_COLOURS.get(Tone(tone), TONE_COLOURS[Tone.UNKNOWN])
-        metrics = option.fontMetrics  # type: ignore[attr-defined]
-        rect = option.rect  # type: ignore[attr-defined]
+        metrics = option.fontMetrics
+        rect = option.rect
         width = min(metrics.horizontalAdvance(text) + 16, rect.width() - 6)
         height = min(metrics.height() + 4, rect.height() - 4)
         pill = QRectF(rect.x() + 3, rect.y() + (rect.height() - height) / 2, width, height)

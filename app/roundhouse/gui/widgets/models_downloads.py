@@ -164,7 +164,8 @@ class DownloadsPanel(QWidget):
         if view is None:
             return
         # Hub files and Ollama pulls in one list, the oldest first.
-        items = sorted([*view.items, *view.ollama], key=lambda item: item.created_at)
+        items: list[AnyDownloadItem] = [*view.items, *view.ollama]
+        items.sort(key=lambda item: item.created_at)
         wanted = {item.id for item in items}
         for item_id in [i for i in self.rows if i not in wanted]:
             self.rows.pop(item_id).deleteLater()

@@ -232,7 +232,7 @@ class LibraryView(QWidget):
         item = self.models.row(rows[0].row()).item if rows else None
         return item if isinstance(item, LibraryModel) else None
 
-    def find(self, predicate: Callable[[LibraryModel], bool]) -> LibraryModel | None:
+    def find_model(self, predicate: Callable[[LibraryModel], bool]) -> LibraryModel | None:
         """The first model listed for which `predicate(model)` holds."""
         models = self.listed.models if self.listed else []
         return next((m for m in models if predicate(m)), None)

@@ -143,7 +143,8 @@ class LibraryRunning(QObject):
             cell = self.cells.pop(model_id)
             row = self._table.row_of(model_id)
             if row is not None:
-                self._view.setIndexWidget(self._table.index(row, self._column), None)
+                # None removes (and deletes) the cell; the stubs only know a widget.
+                self._view.setIndexWidget(self._table.index(row, self._column), None)  # type: ignore[arg-type]
             else:
                 cell.deleteLater()
         self._view.resizeColumnToContents(self._column)

@@ -41,13 +41,13 @@ class ReplyScroll(QScrollArea):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(REPAINT_MS)
-        self._timer.timeout.connect(self.render)
+        self._timer.timeout.connect(self.show_now)
 
     def schedule(self) -> None:
         if not self._timer.isActive():
             self._timer.start()
 
-    def render(self) -> None:
+    def show_now(self) -> None:
         self._timer.stop()
         bar = self.verticalScrollBar()
         self._follows_end = bar.value() >= bar.maximum() - BOTTOM_SLACK_PX

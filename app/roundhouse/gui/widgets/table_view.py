@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QAbstractItemModel, Qt
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QTableWidget
+
+
+def cell_text(table: QTableWidget, row: int, column: int) -> str:
+    """The text of a cell; '' for one never filled (Qt answers None for it)."""
+    item = table.item(row, column)
+    return item.text() if item is not None else ""
 
 
 def table_view(model: QAbstractItemModel, stretch_column: int = 0) -> QTableView:
