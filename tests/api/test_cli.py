@@ -11,17 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon_process import DaemonProcess
-
-
-def roundhouse(home: Path, *args: str, columns: int = 160) -> subprocess.CompletedProcess[str]:
-    """The CLI as a process of its own, printing `columns` wide."""
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": str(columns)},
-    )
+from tests.support.cli import roundhouse
 
 
 def test_status_json_while_running(daemon: DaemonProcess) -> None:

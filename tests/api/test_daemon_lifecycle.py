@@ -12,6 +12,7 @@ import pytest
 
 from roundhouse.api.discovery import read_discovery
 from tests.daemon_process import DaemonProcess, serve_argv, start_daemon
+from tests.support.cli import roundhouse
 
 
 def _files_gone(daemon: DaemonProcess) -> bool:
@@ -70,12 +71,7 @@ def test_kill_9_then_clean_restart(home_root: Path) -> None:
     stale = read_discovery(first.home.discovery_file)
     assert stale is not None and stale.pid == first.process.pid, "kill -9 leaves its file"
 
-    status = subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(home_root), "status", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    status = roundhouse(home_root, "status", "--json", timeout=60)
     assert status.returncode == 3
     assert '"running": false' in status.stdout
     assert "ended without cleaning up" in status.stdout

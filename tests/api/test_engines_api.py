@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 
 from roundhouse.api.engines import EngineId, EnginesOverview
 from tests.daemon_process import DaemonProcess, start_daemon
+from tests.support.cli import roundhouse
 
 
 @pytest.fixture
@@ -56,15 +55,11 @@ def test_engines_route_lists_the_catalog_and_finds_llama_server(
 
 
 def test_cli_engines_table_and_json(daemon_with_llama_server: DaemonProcess) -> None:
-    root = daemon_with_llama_server.home.root
-    assert root is not None
-    base = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines"]
-    env = {**os.environ, "COLUMNS": "200"}
-    as_json = subprocess.run([*base, "list", "--json"], capture_output=True, text=True, env=env)
+    as_json = roundhouse(daemon_with_llama_server, "engines", "list", "--json")
     assert as_json.returncode == 0, as_json.stderr
     found = json.loads(as_json.stdout)["detection"]["found"]
     assert any(e["id"] == "llama.cpp" for e in found)
-    table = subprocess.run([*base, "--refresh"], capture_output=True, text=True, env=env)
+    table = roundhouse(daemon_with_llama_server, "engines", "--refresh")
     assert table.returncode == 0, table.stderr
     assert "llama.cpp" in table.stdout and "found" in table.stdout
     assert "not found" in table.stdout  # vLLM and SGLang cannot be installed here

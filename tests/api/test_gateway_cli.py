@@ -4,9 +4,7 @@ whose keyring is the tests' file backend."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import httpx
 import pytest
 
 from tests.daemon_process import DaemonProcess, running_daemon
+from tests.support import cli
 
 
 def keyring_env(folder: Path) -> dict[str, str]:
@@ -33,15 +32,7 @@ def keyed_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonPro
 def roundhouse(
     daemon: DaemonProcess, *args: str, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    assert daemon.home.root is not None
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(daemon.home.root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return cli.roundhouse(daemon, *args, input=stdin, timeout=60)
 
 
 def models_with(daemon: DaemonProcess, key: str | None) -> int:

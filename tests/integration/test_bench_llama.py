@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.client import DaemonClient
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.support import cli
 
 
 @dataclass
@@ -105,12 +104,8 @@ def test_output_tokens_from_usage_equal_the_engines_counter(served: Served) -> N
 
 
 def _cli(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
-    root = served.daemon.home.root
-    assert root is not None
-    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "bench", *args]
     # Wide enough that tables do not cut the words asserted on.
-    env = os.environ | {"COLUMNS": "400"}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
+    return cli.roundhouse(served.daemon, "bench", *args, columns=400)
 
 
 def test_cli_runs_lists_shows_compares_and_exports(served: Served) -> None:

@@ -25,6 +25,7 @@ from tests.daemon_process import DaemonProcess, path_with, start_daemon
 from tests.fakes.launchers import start_vllm_serve
 from tests.integration.test_gateway import _start_ready
 from tests.processes import free_port
+from tests.support import cli
 
 
 @dataclass
@@ -51,14 +52,13 @@ def served(
 def roundhouse(
     served: Served, *args: str, stdin: str | int | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(served.root), *args],
+    return cli.roundhouse(
+        served.root,
+        *args,
         input=stdin if isinstance(stdin, str) else None,
-        stdin=stdin if isinstance(stdin, int) else (None if stdin else subprocess.DEVNULL),
-        capture_output=True,
-        text=True,
+        stdin=stdin if isinstance(stdin, int) else subprocess.DEVNULL,
+        no_color=True,
         timeout=60,
-        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
     )
 
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 
 from tests.daemon_process import DaemonProcess, path_with, running_daemon
 from tests.processes import alive, assert_nothing_left
+from tests.support import cli
 
 
 @pytest.fixture
@@ -25,11 +24,7 @@ def served(llama_server_binary: Path, tmp_path: Path) -> Iterator[DaemonProcess]
 
 
 def _cli(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    root = daemon.home.root
-    assert root is not None
-    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines", *args]
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    return cli.roundhouse(daemon, "engines", *args)
 
 
 def _ours(daemon: DaemonProcess) -> list[dict[str, Any]]:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from roundhouse.client import DaemonClient
 from roundhouse.core.gateway.library import CHOSEN_AT_START
 from roundhouse.core.infra.settings import save_settings
 from tests.daemon_process import DaemonProcess, path_with, start_daemon
+from tests.support import cli
 
 # Long enough that an 80-column table would have to cut it, were the layout not fixed.
 FIRST = "tiny-library-model-with-a-long-name-q8"
@@ -87,14 +86,7 @@ def _chat(daemon: DaemonProcess, model: str) -> httpx.Response:
 
 
 def _cli(lib: Library, *args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(lib.root), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"},
-    )
+    return cli.roundhouse(lib.root, *args, columns=columns, stdin=subprocess.DEVNULL, no_color=True)
 
 
 def _set(lib: Library, **gateway: Any) -> Settings:

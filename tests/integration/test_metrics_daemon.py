@@ -7,10 +7,8 @@ import asyncio
 import csv
 import io
 import json
-import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,6 +26,7 @@ from roundhouse.core.engines.metrics import parse_prometheus
 from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
 from tests.fakes.ollama import start_standin
 from tests.processes import free_port
+from tests.support import cli
 
 READY_TIMEOUT_S = 60.0
 
@@ -131,11 +130,7 @@ def test_history_csv_and_prometheus_text(served: tuple[DaemonProcess, InstanceIn
 
 
 def _monitor(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    root = daemon.home.root
-    assert root is not None
-    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "monitor", *args]
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    return cli.roundhouse(daemon, "monitor", *args)
 
 
 def test_cli_monitor_table_json_csv_and_a_bad_window(

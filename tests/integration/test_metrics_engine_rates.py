@@ -5,10 +5,7 @@ that pace."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from roundhouse.core.engines.metrics import parse_prometheus
 from tests.daemon_process import DaemonProcess, start_daemon
 from tests.fakes.launchers import start_vllm_serve
 from tests.processes import free_port
+from tests.support import cli
 
 MODEL = "org/paced"
 DELAY_S = 0.02  # the stand-in's pace: 50 tokens/s, and 20 ms of "prefill"
@@ -49,12 +47,7 @@ def _point(daemon: DaemonProcess, instance_id: str) -> InstanceMetrics | None:
 
 
 def _monitor(daemon: DaemonProcess) -> str:
-    root = daemon.home.root
-    assert root is not None
-    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "monitor"]
-    done = subprocess.run(
-        argv, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=120
-    )
+    done = cli.roundhouse(daemon, "monitor")
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from tests.daemon_process import DaemonProcess, start_daemon
 from tests.fakes.launchers import start_ollama_serve
 from tests.fakes.ollama import OllamaStandin
 from tests.processes import free_port
+from tests.support import cli
 
 
 @pytest.fixture
@@ -83,13 +82,9 @@ def test_models_through_the_daemon(attached: tuple[DaemonProcess, OllamaStandin]
 
 def test_ollama_from_the_cli(attached: tuple[DaemonProcess, OllamaStandin]) -> None:
     daemon, _ = attached
-    root = daemon.home.root
-    assert root is not None
-    argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "ollama"]
-    env = {**os.environ, "COLUMNS": "200"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*argv, *args], capture_output=True, text=True, env=env, timeout=60)
+        return cli.roundhouse(daemon, "ollama", *args, timeout=60)
 
     pulled = run("pull", "tiny")
     assert pulled.returncode == 0, pulled.stderr

@@ -21,6 +21,7 @@ from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.hub import HubStandin
 from tests.fakes.hub.starter_repos import starter_env, starter_gguf_repos, starter_hub
 from tests.fakes.releases.server import ReleaseServer
+from tests.support import cli
 
 LARGEST_REPO, LARGEST_FILE, _ = starter_gguf_repos()[-1]
 # starter_hub is a session fixture: imported so that pytest finds it for this module.
@@ -41,14 +42,15 @@ def daemon(home_root: Path, env: dict[str, str]) -> Iterator[DaemonProcess]:
 def setup(
     home: Path, env: dict[str, str], *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "roundhouse", "--home", str(home), "setup", *args],
+    return cli.roundhouse(
+        home,
+        "setup",
+        *args,
         input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        no_color=True,
         timeout=180,
-        env={**os.environ, **env, "COLUMNS": "200", "NO_COLOR": "1"},
     )
 
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from tests.daemon_process import path_with, running_daemon, start_ready
 from tests.fixtures import engine_shapes as shapes
 from tests.fixtures.chat_templates import template, write_model
 from tests.security.engine_targets import daemon_with, program, sglang_python
+from tests.support.cli import roundhouse
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 # What the daemon must add for a Qwen3 model (resources/engines/tool_parsers.toml).
@@ -173,13 +172,9 @@ def test_the_cli_chooses_llama_servers_reasoning_format_and_refuses_a_tool_parse
     tmp_path: Path, llama_server_binary: Path, tiny_gguf: Path
 ) -> None:
     with running_daemon(tmp_path / "home", env=path_with(llama_server_binary)) as daemon:
-        root = daemon.home.root
-        assert root is not None
 
         def cli(*args: str) -> subprocess.CompletedProcess[str]:
-            argv = [sys.executable, "-m", "roundhouse", "--home", str(root), "engines", *args]
-            env = {**os.environ, "COLUMNS": "200"}
-            return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+            return roundhouse(daemon, "engines", *args)
 
         model = ("-m", str(tiny_gguf), "-c", "512")
         refused = cli("start", "llama.cpp", *model, "--tool-parser", "hermes")

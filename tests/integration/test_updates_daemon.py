@@ -6,19 +6,14 @@ network are errors in words, and the daemon keeps serving."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
 from roundhouse import __version__
-from tests.api.test_cli import roundhouse as cli
 from tests.daemon_process import running_daemon
 from tests.fakes.pypi import PypiStandin
 from tests.processes import free_port, wait_for
-
-
-def roundhouse(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return cli(home, *args, columns=200)
+from tests.support.cli import roundhouse
 
 
 def test_off_asks_nothing_check_asks_on_asks_once_a_day(home_root: Path) -> None:
