@@ -21,11 +21,17 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from roundhouse.api.chat import Conversation, SamplingParams
-from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, ReplyMeter
+from roundhouse.api.chat import (
+    ChatDelta,
+    Conversation,
+    ReplyStats,
+    SamplingParams,
+    TurnEnded,
+    TurnStarted,
+)
 from roundhouse.gui.active_model import ActiveModel
 from roundhouse.gui.call import Call, Failure, Follow
-from roundhouse.gui.quick_chat_exchange import Exchange, Turn, reply_events
+from roundhouse.gui.quick_chat_exchange import Exchange, Turn
 from roundhouse.gui.widgets.active_model_line import ActiveModelLine
 from roundhouse.gui.widgets.reply_scroll import ReplyScroll
 
@@ -62,7 +68,9 @@ class QuickChatWindow(QWidget):
         self.params = SamplingParams()
         self.follow: Follow | None = None
         self._turn: Turn | None = None
-        self._meter: ReplyMeter | None = None
+        # The turn the daemon runs for it (to stop it by), and the model asked.
+        self._turn_id: str | None = None
+        self._asked: str | None = None
         self._moving: Call | None = None
         self.conversation: Conversation | None = None
         # Enter pressed before the daemon said which model is active: sent once it does.
@@ -135,11 +143,10 @@ class QuickChatWindow(QWidget):
         self._waiting_for_model = False
         turn = self.exchange.ask(prompt)
         self.input.clear()
-        self._turn, self._meter = turn, ReplyMeter(model)
-        messages, params, meter = self.exchange.messages(), self.params, self._meter
-        self.follow = follow = self._bridge.follow(
-            "ask the model", lambda c: reply_events(c, model, messages, params, meter)
-        )
+        self._turn, self._turn_id, self._asked = turn, None, model
+        # Not saved: quick chat's exchange lasts until New, or moves whole with Open in chat.
+        request = self.exchange.request(model, self.params)
+        self.follow = follow = self._bridge.follow("ask the model", lambda c: c.chat_turn(request))
         follow.received.connect(self._on_follow_received)
         follow.failed.connect(self._on_follow_failed)
         follow.cancelled.connect(self._on_follow_cancelled)
@@ -164,8 +171,17 @@ class QuickChatWindow(QWidget):
         self.status_label.setText(message)
 
     def stop(self) -> None:
-        if self.follow is not None:
+        """The daemon stops the reply and the stream ends with its figures; before the turn
+        began, closing the stream stops it."""
+        if self.follow is None:
+            return
+        turn_id = self._turn_id
+        if turn_id is None:
             self.follow.cancel()
+            return
+        call = self._bridge.call("stop the reply", lambda c: c.stop_chat_turn(turn_id))
+        # Not found: the reply ended meanwhile, and its end is on the way.
+        call.failed.connect(lambda _failure: None)
 
     def clear(self) -> None:
         if self.streaming:
@@ -177,7 +193,7 @@ class QuickChatWindow(QWidget):
         self._update_actions()
         self.input.setFocus()
 
-    def _on_follow_received(self, event: ChatDelta | ChatDone | ChatFailed) -> None:
+    def _on_follow_received(self, event: TurnStarted | ChatDelta | TurnEnded) -> None:
         turn = self._turn
         if turn is None:
             return
@@ -185,19 +201,20 @@ class QuickChatWindow(QWidget):
             turn.reply += event.content
             turn.reasoning += event.reasoning
             self.reply.schedule()
-        elif isinstance(event, ChatDone):
-            turn.stats = event.stats
+        elif isinstance(event, TurnStarted):
+            self._turn_id = event.turn_id
         else:
-            turn.error, turn.stats = event.message, event.stats
+            turn.stats = event.reply.stats
+            if turn.stats is not None and turn.stats.error:
+                turn.error = turn.stats.error
 
     def _on_follow_failed(self, failure: Failure) -> None:
         if self._turn is not None:
             self._turn.error = str(failure)
 
     def _on_follow_cancelled(self) -> None:
-        if self._turn is not None and self._meter is not None:
-            self._meter.end()
-            self._turn.stats = self._meter.stats(stopped=True)
+        if self._turn is not None:
+            self._turn.stats = ReplyStats(model=self._asked, stopped=True)
 
     def _on_follow_finished(self) -> None:
         turn, self._turn, self.follow = self._turn, None, None
@@ -264,12 +281,9 @@ class QuickChatWindow(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.model_line.update_text()
-        # While it shows, a model that starts or stops elsewhere changes what it is bound to.
-        self._bridge.watch_instances(self, True)
 
     def hideEvent(self, event: QHideEvent) -> None:
         self._save_geometry()
-        self._bridge.watch_instances(self, False)
         super().hideEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -5,17 +5,17 @@ Qt-free: the window holds one Exchange and asks it what to show, send and move.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from roundhouse.api.chat import NewConversation, NewMessage, ReplyStats, Role, SamplingParams
-from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, ReplyMeter, stream_chat
+from roundhouse.api.chat import (
+    NewConversation,
+    NewMessage,
+    ReplyStats,
+    Role,
+    SamplingParams,
+    TurnRequest,
+)
 from roundhouse.gui.chat_reply import stats_line
-
-if TYPE_CHECKING:
-    from roundhouse.client import DaemonClient
 
 
 @dataclass
@@ -59,6 +59,14 @@ class Exchange:
                 out.append({"role": Role.ASSISTANT.value, "content": turn.reply})
         return out
 
+    def request(self, model: str, params: SamplingParams) -> TurnRequest:
+        """The last prompt's turn, not saved: the daemon answers it after the turns before."""
+        sent = self.messages()
+        history = [NewMessage(role=Role(m["role"]), content=m["content"]) for m in sent[:-1]]
+        return TurnRequest(
+            save=False, model=model, params=params, history=history, content=sent[-1]["content"]
+        )
+
     def markdown(self) -> str:
         """The exchange as one Markdown text: each prompt in bold after "You:", then its
         reply. (Not a Markdown quote: Qt draws a quote as a bare 40 px indent.)"""
@@ -96,23 +104,6 @@ class Exchange:
                 )
         # No title: the chat store names it from the first prompt, as it names every chat.
         return NewConversation(model=model, messages=messages)
-
-
-async def reply_events(
-    client: DaemonClient,
-    model: str,
-    messages: list[dict[str, str]],
-    params: SamplingParams,
-    meter: ReplyMeter,
-) -> AsyncGenerator[ChatDelta | ChatDone | ChatFailed, None]:
-    """The reply's events; a failure comes as the last item, not raised, so the bridge's
-    Follow ends normally and the window shows the failure in the exchange."""
-    try:
-        async with aclosing(stream_chat(client, model, messages, params, meter=meter)) as events:
-            async for event in events:
-                yield event
-    except ChatFailed as failed:
-        yield failed
 
 
 def _escape(line: str) -> str:

@@ -1,28 +1,18 @@
-"""The conversations the daemon keeps, and replies streamed through its gateway."""
+"""The conversations the daemon keeps, and the chat turns it runs."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from roundhouse.api.chat import (
-    Conversation,
-    ConversationUpdate,
-    NewConversation,
-    NewMessage,
-    SamplingParams,
-)
-from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, ReplyMeter, stream_chat
+from roundhouse.api.chat import ConversationUpdate, TurnRequest
 from roundhouse.gui.call import Call, Follow
 
 if TYPE_CHECKING:
-    from roundhouse.client import DaemonClient
     from roundhouse.gui.daemon_bridge import DaemonBridge
 
 
 class ChatCalls:
-    """The conversations the daemon keeps, and replies streamed through its gateway."""
+    """The conversations the daemon keeps, and the chat turns it runs."""
 
     def __init__(self, bridge: DaemonBridge) -> None:
         self._bridge = bridge
@@ -45,56 +35,12 @@ class ChatCalls:
             "delete the conversation", lambda c: c.delete_chat(conversation_id)
         )
 
-    def prepare(
-        self,
-        conversation_id: str | None,
-        *,
-        new: NewConversation | None = None,
-        delete_from: int | None = None,
-        user: NewMessage | None = None,
-    ) -> Call:
-        """Before a reply: create the conversation (`new`) or cut it at `delete_from` (an edit,
-        a regenerate), then add the user's message; answers with the Conversation after."""
+    def turn(self, request: TurnRequest) -> Follow:
+        """One turn, run by the daemon: receives TurnStarted (the user's message saved),
+        ChatDelta items, then TurnEnded (the reply as saved); cancelling closes the stream,
+        which stops the reply (the daemon keeps what came)."""
+        return self._bridge.follow("send the message", lambda c: c.chat_turn(request))
 
-        async def run(client: DaemonClient) -> Conversation:
-            chat_id = conversation_id
-            if chat_id is None:
-                chat_id = (await client.create_chat(new or NewConversation())).id
-            if delete_from is not None:
-                await client.delete_messages_from(chat_id, delete_from)
-            if user is not None:
-                await client.add_message(chat_id, user)
-            return await client.chat(chat_id)
-
-        return self._bridge.call("send the message", run)
-
-    def save(self, conversation_id: str, message: NewMessage) -> Call:
-        """Answers with the Message saved."""
-        return self._bridge.call(
-            "save the reply", lambda c: c.add_message(conversation_id, message)
-        )
-
-    def reply(
-        self,
-        model: str,
-        messages: list[dict[str, str]],
-        params: SamplingParams,
-        meter: ReplyMeter,
-    ) -> Follow:
-        """Receives ChatDelta items, then ChatDone, or a ChatFailed (as an item, with the
-        figures so far); cancelling closes the stream, which stops the engine. `meter` keeps
-        the figures of a reply that was stopped."""
-
-        async def items(
-            client: DaemonClient,
-        ) -> AsyncGenerator[ChatDelta | ChatDone | ChatFailed, None]:
-            try:
-                async with aclosing(
-                    stream_chat(client, model, messages, params, meter=meter)
-                ) as stream:
-                    async for item in stream:
-                        yield item
-            except ChatFailed as failed:
-                yield failed
-
-        return self._bridge.follow("stream the reply", items)
+    def stop_turn(self, turn_id: str) -> Call:
+        """Stop the turn's reply: its stream ends with what came, saved as stopped."""
+        return self._bridge.call("stop the reply", lambda c: c.stop_chat_turn(turn_id))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
-from roundhouse.api.chat import NewConversation, NewMessage, ReplyStats, Role, SamplingParams
+from roundhouse.api.chat import NewConversation, SamplingParams, TurnRequest
 from roundhouse.api.downloads import (
     UNFINISHED_STATES,
     DownloadQueueView,
@@ -15,9 +15,7 @@ from roundhouse.api.downloads import (
 from roundhouse.api.library import ImportRequest
 from roundhouse.api.settings import Settings
 from roundhouse.api.starters import ServeStarterRequest, StarterOption
-from roundhouse.client.chat_stream import ReplyMeter
 from roundhouse.gui.call import Call, Follow
-from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.calls.settings import patch_settings
 
@@ -29,7 +27,6 @@ if TYPE_CHECKING:
 class FirstRunCalls:
     def __init__(self, bridge: DaemonBridge) -> None:
         self._bridge = bridge
-        self._chat = ChatCalls(bridge)
         self._models = ModelsCalls(bridge)
 
     def guide(self, refresh: bool = False) -> Call:
@@ -97,19 +94,12 @@ class FirstRunCalls:
         """Answers with the ServedStarter once the engine has loaded the model."""
         return self._bridge.call("start the model", lambda c: c.serve_starter(request))
 
-    def reply(self, model: str, prompt: str, max_tokens: int, meter: ReplyMeter) -> Follow:
-        """ChatDelta items, then ChatDone (or a ChatFailed item)."""
-        messages = [{"role": Role.USER.value, "content": prompt}]
-        return self._chat.reply(model, messages, SamplingParams(max_tokens=max_tokens), meter)
-
-    def keep(self, model: str, prompt: str, reply: str, stats: ReplyStats) -> Call:
-        """Keep the exchange in the chat history, as a conversation of its own."""
-        messages = [
-            NewMessage(role=Role.USER, content=prompt),
-            NewMessage(role=Role.ASSISTANT, content=reply, stats=stats),
-        ]
-        new = NewConversation(model=model, messages=messages)
-        return self._bridge.call("keep the first chat", lambda c: c.create_chat(new))
+    def reply(self, model: str, prompt: str, max_tokens: int) -> Follow:
+        """The first chat's turn, kept by the daemon as a conversation of its own: a
+        TurnStarted, ChatDelta items, then the TurnEnded."""
+        new = NewConversation(model=model, params=SamplingParams(max_tokens=max_tokens))
+        request = TurnRequest(new=new, content=prompt)
+        return self._bridge.follow("ask the model", lambda c: c.chat_turn(request))
 
     def finish(self, model: str | None) -> Call:
         """Mark the guide done; `model` becomes the active model unless one is set."""

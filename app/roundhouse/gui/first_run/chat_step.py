@@ -5,9 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton
 
+from roundhouse.api.chat import ChatDelta, TurnEnded
 from roundhouse.api.starters import ServedStarter, ServeStarterRequest
-from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, ReplyMeter
-from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.call import Failure, Follow
 from roundhouse.gui.chat_reply import ReplyDraft, stats_line
 from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import SUGGESTED_PROMPT
@@ -47,8 +47,8 @@ class ChatStep(StepPage):
         self.draft: ReplyDraft | None = None
         self.follow: Follow | None = None
         self.replies = 0
-        # Keeping the last exchange in the chat history.
-        self.kept: Call | None = None
+        # The last exchange's turn, once the daemon kept it in the chat history.
+        self.kept: Follow | None = None
         self._serving = False
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
@@ -85,11 +85,8 @@ class ChatStep(StepPage):
         self.draft = ReplyDraft(served.model)
         self.reply.clear()
         self.stats.clear()
-        meter = ReplyMeter(served.model)
-        self.follow = follow = self.state.calls.reply(
-            served.model, text, self.state.max_tokens, meter
-        )
-        follow.received.connect(lambda item: self._on_item(text, item))
+        self.follow = follow = self.state.calls.reply(served.model, text, self.state.max_tokens)
+        follow.received.connect(self._on_item)
         follow.finished.connect(self._on_reply_finished)
         self._repaint.start()
         self._update_buttons()
@@ -110,18 +107,17 @@ class ChatStep(StepPage):
         self.show_problem("The model did not start", failure)
         self._update_buttons()
 
-    def _on_item(self, prompt: str, item: object) -> None:
+    def _on_item(self, item: object) -> None:
         if isinstance(item, ChatDelta) and self.draft is not None:
             self.draft.add(item.content, item.reasoning)
-        elif isinstance(item, ChatDone):
-            self.stats.setText(stats_line(item.stats))
-            served = self.state.served
-            if served is not None and self.draft is not None:
-                self.kept = self.state.calls.keep(
-                    served.model, prompt, self.draft.content, item.stats
-                )
-        elif isinstance(item, ChatFailed):
-            self.stats.setText(f"The reply failed: {item.message}")
+        elif isinstance(item, TurnEnded):
+            stats = item.reply.stats
+            if stats is not None and stats.error:
+                self.stats.setText(f"The reply failed: {stats.error}")
+            else:
+                self.stats.setText(stats_line(stats))
+            if item.message is not None:
+                self.kept = self.follow
 
     def _on_reply_finished(self) -> None:
         self._repaint.stop()

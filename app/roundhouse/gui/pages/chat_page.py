@@ -1,8 +1,9 @@
 """The Chat page: conversations kept by the daemon, replies streamed through its gateway.
 
-A conversation is created with its first message. Each reply streams into the transcript
-and is saved when it ends, is stopped or fails; an edit or a regenerate cuts the
-conversation at that message first. While a reply streams, the open conversation stays open.
+A conversation is created with its first message. Each turn is one call the daemon runs: it
+saves the message, streams the reply into the transcript and saves it when it ends, is stopped
+or fails; an edit or a regenerate cuts the conversation at that message first. While a reply
+streams, the open conversation stays open.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from PySide6.QtWidgets import (
 from roundhouse.api.chat import (
     Conversation,
     ConversationList,
+    ConversationSummary,
     ConversationUpdate,
     Message,
     NewConversation,
-    NewMessage,
     Role,
+    TurnRequest,
+    TurnStarted,
 )
-from roundhouse.client.chat_stream import history_messages
 from roundhouse.gui.active_model import ActiveModel
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
@@ -65,8 +67,10 @@ class ChatPage(QWidget):
         self._active = active_model or ActiveModel(bridge)
         self._followed: str | None = None
         self.conversation: Conversation | None = None
+        # The turn being sent (until the daemon has the message), then the reply streaming.
+        self._sending: ReplyStream | None = None
         self.reply: ReplyStream | None = None
-        self._preparing: Call | None = None
+        self._listed: list[ConversationSummary] = []
         self._wanted: str | None = None
         self.confirm_box: QMessageBox | None = None
 
@@ -147,7 +151,7 @@ class ChatPage(QWidget):
 
     @property
     def busy(self) -> bool:
-        return self.reply is not None or self._preparing is not None
+        return self.reply is not None or self._sending is not None
 
     def _update_actions(self) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
@@ -180,6 +184,7 @@ class ChatPage(QWidget):
         self._active.refresh()
 
     def _on_listing_succeeded(self, listed: ConversationList) -> None:
+        self._listed = listed.conversations
         self.conversations.set_conversations(listed.conversations)
         self.conversations.select(self.conversation.id if self.conversation else None)
 
@@ -323,17 +328,14 @@ class ChatPage(QWidget):
         text = self.input.take_text()
         if not text:
             return
-        user = NewMessage(role=Role.USER, content=text)
         if self.conversation is None:
             system_prompt, params = self.settings.values()
             new = NewConversation(
                 model=self.picker.current_model(), system_prompt=system_prompt, params=params
             )
-            call = self._calls.prepare(None, new=new, user=user)
+            self._begin(TurnRequest(new=new, content=text), cut=None, restore=text)
         else:
-            self.settings.flush()
-            call = self._calls.prepare(self.conversation.id, user=user)
-        self._begin(call, cut=None, restore=text)
+            self._begin(self._turn(content=text), cut=None, restore=text)
 
     def regenerate(self, widget: MessageWidget) -> None:
         """Ask for the last reply again (Regenerate, or Retry after a failure)."""
@@ -342,63 +344,73 @@ class ChatPage(QWidget):
         if widget.message is None:
             # A failed reply that was never saved: nothing to cut in the store.
             self.transcript.remove_from(widget)
-            self._start_reply(self.conversation)
+            self._begin(self._turn(), cut=None, restore=None)
             return
-        call = self._calls.prepare(self.conversation.id, delete_from=widget.message.id)
-        self._begin(call, cut=widget, restore=None)
+        self._begin(self._turn(cut_from=widget.message.id), cut=widget, restore=None)
 
     def edit_and_resend(self, widget: MessageWidget, text: str) -> None:
         if self.busy or self.conversation is None or widget.message is None:
             return
-        user = NewMessage(role=Role.USER, content=text)
-        call = self._calls.prepare(self.conversation.id, delete_from=widget.message.id, user=user)
-        self._begin(call, cut=widget, restore=text)
+        request = self._turn(cut_from=widget.message.id, content=text)
+        self._begin(request, cut=widget, restore=text)
 
     def stop(self) -> None:
         if self.reply is not None:
             self.reply.stop()
             self._update_actions()
 
-    def _begin(self, call: Call, *, cut: MessageWidget | None, restore: str | None) -> None:
-        self._preparing = call
-        self._say("")
-        self._update_actions()
+    def _turn(self, *, cut_from: int | None = None, content: str | None = None) -> TurnRequest:
+        """A turn of the open conversation with the model and settings shown (the daemon
+        keeps them on the conversation)."""
+        assert self.conversation is not None
+        system_prompt, params = self.settings.values()
+        return TurnRequest(
+            conversation_id=self.conversation.id,
+            cut_from=cut_from,
+            content=content,
+            model=self.picker.current_model() or None,
+            system_prompt=system_prompt,
+            params=params,
+        )
 
-        def prepared(conversation: Conversation) -> None:
-            self._preparing = None
+    def _begin(
+        self, request: TurnRequest, *, cut: MessageWidget | None, restore: str | None
+    ) -> None:
+        self._say("")
+        self.settings.taken()
+        stream = ReplyStream(self._calls, self.transcript, self.picker.current_model(), request)
+        self._sending = stream
+
+        def started(turn: TurnStarted) -> None:
+            self._sending, self.reply = None, stream
             first = self.conversation is None
-            self.conversation = conversation
+            conversation = turn.conversation
+            if conversation is not None:
+                self.conversation = conversation
             if cut is not None:
                 self.transcript.remove_from(cut)
-            last: Message | None = conversation.messages[-1] if conversation.messages else None
+            last: Message | None = None
+            if conversation is not None and conversation.messages:
+                last = conversation.messages[-1]
             if last is not None and last.role == Role.USER and restore is not None:
                 self.transcript.add_message(last)
-            if first:
-                self.refresh()
-            self._start_reply(conversation)
+            if first and conversation is not None:
+                # Listed at once; the list is asked for again when the reply ends.
+                self._listed = [conversation, *self._listed]
+                self.conversations.set_conversations(self._listed)
+                self.conversations.select(conversation.id)
+            self._update_actions()
 
-        def failed(failure: Failure) -> None:
-            self._preparing = None
+        def refused(failure: Failure) -> None:
+            self._sending = None
             self._say(f"Not sent: {failure}")
             if restore is not None and not self.input.toPlainText().strip():
                 self.input.setPlainText(restore)  # the user's words are not lost
             self._update_actions()
 
-        call.succeeded.connect(prepared)
-        call.failed.connect(failed)
-
-    def _start_reply(self, conversation: Conversation) -> None:
-        system_prompt, params = self.settings.values()
-        history = history_messages(system_prompt, conversation.messages)
-        self.reply = ReplyStream(
-            self._calls,
-            self.transcript,
-            conversation.id,
-            self.picker.current_model(),
-            history,
-            params,
-        )
-        self.reply.finished.connect(self._on_reply_finished)
+        stream.started.connect(started)
+        stream.refused.connect(refused)
+        stream.finished.connect(self._on_reply_finished)
         self._update_actions()
 
     def _on_reply_finished(self, _message: Message | None) -> None:

@@ -1,15 +1,15 @@
-"""One reply of the chat: streamed into the transcript, shown with its figures, then saved
-(also when the user stopped it or it failed, marked so)."""
+"""One turn of the chat, run by the daemon: the reply streamed into the transcript and shown
+with its figures once it ends (the daemon saves it, stopped and failed ones marked so)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from roundhouse.api.chat import Message, NewMessage, ReplyStats, Role, SamplingParams
-from roundhouse.client.chat_stream import ChatDelta, ChatDone, ChatFailed, ReplyMeter
+from roundhouse.api.chat import ChatDelta, ReplyStats, TurnEnded, TurnRequest, TurnStarted
 from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.chat_reply import ReplyDraft
+from roundhouse.gui.widgets.chat_message import MessageWidget
 from roundhouse.gui.widgets.chat_transcript import Transcript
 
 # A stop that finds no stream to close (it had not begun) still ends the reply this soon.
@@ -17,76 +17,86 @@ STOP_GRACE_MS = 2000
 
 
 class ReplyStream(QObject):
-    """Emits `finished(Message | None)` once: the reply as saved, or None if it was not."""
+    """Emits `started(TurnStarted)` once the daemon has the user's message (the reply's
+    widget is added just after), `refused(Failure)` if it never began, and
+    `finished(Message | None)` once it began and ended: the reply as saved, or None."""
 
+    started = Signal(object)
+    refused = Signal(object)
     finished = Signal(object)
 
     def __init__(
-        self,
-        calls: ChatCalls,
-        transcript: Transcript,
-        conversation_id: str,
-        model: str,
-        history: list[dict[str, str]],
-        params: SamplingParams,
+        self, calls: ChatCalls, transcript: Transcript, model: str, request: TurnRequest
     ) -> None:
         super().__init__()
         self._calls = calls
         self._transcript = transcript
-        self.conversation_id = conversation_id
         self.draft = ReplyDraft(model)
-        self.meter = ReplyMeter(model)
-        self.stats: ReplyStats | None = None
+        self.turn: TurnStarted | None = None
+        self.ended: TurnEnded | None = None
+        self.widget: MessageWidget | None = None
         self.stopped = False
-        self.ended = False
-        self.widget = transcript.stream(self.draft)
-        self.follow = calls.reply(model, history, params, self.meter)
+        self.done = False
+        self.follow = calls.turn(request)
         self.follow.received.connect(self._on_follow_received)
         self.follow.finished.connect(self._on_follow_finished)
 
+    @property
+    def conversation_id(self) -> str | None:
+        conversation = self.turn.conversation if self.turn is not None else None
+        return conversation.id if conversation is not None else None
+
     def stop(self) -> None:
-        """Close the stream (the engine stops generating); what came is kept, marked stopped."""
-        if self.ended or self.stopped:
+        """The daemon stops the reply; what came is kept, marked stopped, and the stream
+        ends with it. Before the turn began, closing the stream stops it."""
+        if self.done or self.stopped:
             return
         self.stopped = True
-        self.follow.cancel()
-        QTimer.singleShot(STOP_GRACE_MS, self._on_follow_finished)
+        if self.turn is None:
+            self.follow.cancel()
+            QTimer.singleShot(STOP_GRACE_MS, self._on_follow_finished)
+            return
+        stop = self._calls.stop_turn(self.turn.turn_id)
+        # Not found: the reply ended meanwhile, and its end is on the way.
+        stop.failed.connect(lambda _failure: None)
 
     def _on_follow_received(self, item: object) -> None:
         if isinstance(item, ChatDelta):
             self.draft.add(item.content, item.reasoning)
             self._transcript.changed()
-        elif isinstance(item, ChatDone):
-            self.stats = item.stats
-        elif isinstance(item, ChatFailed):
-            self.stats = item.stats.model_copy(update={"error": item.message})
+        elif isinstance(item, TurnStarted):
+            self.turn = item
+            self.draft.model = item.model
+            self.started.emit(item)
+            self.widget = self._transcript.stream(self.draft)
+        elif isinstance(item, TurnEnded):
+            self.ended = item
 
     def _on_follow_finished(self) -> None:
-        if self.ended:
+        if self.done:
             return
-        self.ended = True
-        stats = self.stats
-        if stats is None:
-            failure: Failure | None = self.follow.failure
-            if failure is not None:
-                stats = self.meter.stats(error=str(failure))
-            else:
-                stats = self.meter.stats(stopped=True)
+        self.done = True
+        failure: Failure | None = self.follow.failure
+        if self.widget is None:
+            self.refused.emit(
+                failure or Failure("Stopped", "The reply was stopped before it began.")
+            )
+            return
         self._transcript.end_stream()
         content, reasoning = self.draft.content, self.draft.reasoning
-        self.widget.show_final(content, reasoning, stats)
-        message = NewMessage(
-            role=Role.ASSISTANT, content=content, reasoning=reasoning or None, stats=stats
-        )
-        save = self._calls.save(self.conversation_id, message)
-        save.succeeded.connect(self._on_save_succeeded)
-        save.failed.connect(self._on_save_failed)
-
-    def _on_save_succeeded(self, message: Message) -> None:
-        self.widget.message = message
-        self.finished.emit(message)
-
-    def _on_save_failed(self, failure: Failure) -> None:
-        self.widget.stats_label.setText(f"{self.widget.stats_label.text()} · not saved: {failure}")
-        self.widget.stats_label.show()
-        self.finished.emit(None)
+        ended = self.ended
+        if ended is None:
+            # The stream broke before the daemon said how the reply ended.
+            error = None if failure is None else str(failure)
+            stats = ReplyStats(model=self.draft.model, stopped=error is None, error=error)
+            self.widget.show_final(content, reasoning, stats)
+            self.finished.emit(None)
+            return
+        self.widget.show_final(content, reasoning, ended.reply.stats)
+        if ended.message is None:
+            label = self.widget.stats_label
+            label.setText(f"{label.text()} · not saved: {ended.not_saved}")
+            label.show()
+        else:
+            self.widget.message = ended.message
+        self.finished.emit(ended.message)

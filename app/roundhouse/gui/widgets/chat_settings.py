@@ -164,10 +164,7 @@ class ChatSettingsPanel(QWidget):
             widget.blockSignals(False)
         self._timer.stop()
 
-    def flush(self) -> bool:
-        """Whether a change was waiting to be saved (and is now announced)."""
-        if not self._timer.isActive():
-            return False
+    def taken(self) -> None:
+        """The values went with a turn, which keeps them on the conversation: nothing is
+        left to save."""
         self._timer.stop()
-        self.changed.emit()
-        return True
