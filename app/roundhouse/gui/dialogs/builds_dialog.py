@@ -33,7 +33,7 @@ from roundhouse.api.installs import (
     InstallRequest,
     JobState,
 )
-from roundhouse.gui.call import Call
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.install_view import InstallView
@@ -61,7 +61,8 @@ class BuildsDialog(QDialog):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._bridge = bridge
-        self._call: Call | None = None
+        # Its calls answer this dialog only while it lives; one switch or removal at a time.
+        self._ops = Ops(self, on_busy=self._update_actions)
         self.builds: BuildList | None = None
         self.confirm_box: QMessageBox | None = None
         self.setWindowTitle("llama.cpp builds")
@@ -162,22 +163,27 @@ class BuildsDialog(QDialog):
     # -- actions ------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        call = self._bridge.installs.builds()
-        call.succeeded.connect(self.show_builds)
-        call.failed.connect(lambda failure: self._say(f"The builds were not listed: {failure}"))
+        self._ops.run(
+            self._bridge.installs.builds(),
+            self.show_builds,
+            on_failure=lambda failure: self._say(f"The builds were not listed: {failure}"),
+        )
 
     def use_selected(self) -> None:
         build = self.selected()
-        if build is None or build.current or self._call is not None:
+        if build is None or build.current or self._ops.busy:
             return
-        self._begin(f"Switching to {build.tag}…")
-        call = self._call = self._bridge.installs.use_build(build.tag)
-        call.succeeded.connect(lambda _: self._done(f"llama.cpp now starts with {build.tag}."))
-        call.failed.connect(lambda failure: self._failed(f"Not switched: {failure}"))
+        self._say(f"Switching to {build.tag}…")
+        self._ops.run(
+            self._bridge.installs.use_build(build.tag),
+            lambda _: self._done(f"llama.cpp now starts with {build.tag}."),
+            on_failure=lambda failure: self._say(f"Not switched: {failure}", error=True),
+            busy=True,
+        )
 
     def remove_selected(self) -> None:
         build = self.selected()
-        if build is None or self._call is not None:
+        if build is None or self._ops.busy:
             return
         if build.current:
             self._confirm_remove_current(build)
@@ -241,31 +247,23 @@ class BuildsDialog(QDialog):
         self.confirm_box = None
 
     def _remove(self, build: InstalledBuild, *, force: bool) -> None:
-        self._begin(f"Removing {build.tag}…")
-        call = self._call = self._bridge.installs.remove_build(build.tag, force=force)
+        self._say(f"Removing {build.tag}…")
 
         def removed(builds: BuildList) -> None:
             self.show_builds(builds)
             self._done(f"Removed {build.tag}.")
 
-        call.succeeded.connect(removed)
-        call.failed.connect(lambda failure: self._failed(f"Not removed: {failure}"))
-
-    def _begin(self, text: str) -> None:
-        self._say(text)
-        self._update_actions()
+        self._ops.run(
+            self._bridge.installs.remove_build(build.tag, force=force),
+            removed,
+            on_failure=lambda failure: self._say(f"Not removed: {failure}", error=True),
+            busy=True,
+        )
 
     def _done(self, text: str) -> None:
-        self._call = None
         self._say(text)
-        self._update_actions()
         self.changed.emit()
         self.refresh()
-
-    def _failed(self, text: str) -> None:
-        self._call = None
-        self._say(text, error=True)
-        self._update_actions()
 
     def _say(self, text: str, *, error: bool = False) -> None:
         self.message.setObjectName("dialogError" if error else "")
@@ -276,7 +274,7 @@ class BuildsDialog(QDialog):
 
     def _update_actions(self) -> None:
         build = self.selected()
-        idle = self._call is None
+        idle = not self._ops.busy
         self.use_button.setEnabled(idle and build is not None and not build.current)
         self.remove_button.setEnabled(idle and build is not None)
         self.install_button.setEnabled(not self.install_view.running)

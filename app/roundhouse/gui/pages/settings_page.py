@@ -15,7 +15,8 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from roundhouse.api.settings import Settings, UiSettings
-from roundhouse.gui.call import CallSlot, Failure
+from roundhouse.gui.call import Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.settings import patch_settings
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.desktop_settings import DesktopSettingsSection
@@ -36,7 +37,7 @@ class SettingsPage(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self.settings: Settings | None = None
-        self._slot = CallSlot(self._update_actions)
+        self._ops = Ops(self, on_busy=self._update_actions)
         heading = QLabel(self.title)
         heading.setObjectName("pageTitle")
 
@@ -131,17 +132,18 @@ class SettingsPage(QWidget):
     # -- talking to the daemon ----------------------------------------------------------
 
     def reload(self) -> None:
-        if self._slot.busy:
+        if self._ops.busy:
             return
         self._begin("Reading the settings…")
-        self._slot.run(
+        self._ops.run(
             self._bridge.settings.get(),
             self._on_get_succeeded,
-            lambda failure: self._fail("The settings were not read", failure),
+            on_failure=lambda failure: self._fail("The settings were not read", failure),
+            busy=True,
         )
 
     def save(self) -> None:
-        if self.settings is None or self._slot.busy:
+        if self.settings is None or self._ops.busy:
             return
         before = self.settings
         # Onto the settings as they are now, not as this page read them: the tray or the
@@ -160,8 +162,11 @@ class SettingsPage(QWidget):
                 notes.append(AT_NEXT_START)
             self.message.setText(("Saved; " + "; ".join(notes) + ".") if notes else "Saved.")
 
-        self._slot.run(
-            call, saved, lambda failure: self._fail("The daemon did not save them", failure)
+        self._ops.run(
+            call,
+            saved,
+            on_failure=lambda failure: self._fail("The daemon did not save them", failure),
+            busy=True,
         )
 
     def error_text(self) -> str:
@@ -187,7 +192,7 @@ class SettingsPage(QWidget):
 
     def _update_actions(self) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
-        idle = connected and not self._slot.busy
+        idle = connected and not self._ops.busy
         self.save_button.setEnabled(idle and self.changed())
         self.revert_button.setEnabled(idle)
         for section in (self.gateway, self.hub_token, self.updates):

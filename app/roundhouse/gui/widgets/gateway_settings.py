@@ -29,8 +29,9 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.gateway import GatewayKey, GatewayStatus
 from roundhouse.api.settings import GatewaySettings
-from roundhouse.gui.call import Call, CallSlot, Failure
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.gateway import GatewayKeyCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.gateway_names import ModelNamesEditor
@@ -69,7 +70,7 @@ class GatewaySettingsSection(QGroupBox):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Gateway", parent)
         self._calls = GatewayKeyCalls(bridge)
-        self._slot = CallSlot(self._update_buttons)
+        self._ops = Ops(self, on_busy=self._update_buttons)
         self.status: GatewayStatus | None = None
         self.confirm_box: QMessageBox | None = None
         self._connected = False
@@ -350,7 +351,9 @@ class GatewaySettingsSection(QGroupBox):
 
     def _run(self, call: Call, on_success: Any, what: str) -> None:
         self.error.hide()
-        self._slot.run(call, on_success, lambda failure: self._fail(what, failure))
+        self._ops.run(
+            call, on_success, on_failure=lambda failure: self._fail(what, failure), busy=True
+        )
 
     def _fail(self, what: str, failure: Failure) -> None:
         self.error.setText(f"{what}: {failure}")
@@ -360,6 +363,6 @@ class GatewaySettingsSection(QGroupBox):
         self.confirm_box = None
 
     def _update_buttons(self) -> None:
-        idle = self._connected and not self._slot.busy
+        idle = self._connected and not self._ops.busy
         self.generate_button.setEnabled(idle)
         self.clear_button.setEnabled(idle and self.status is not None and self.status.key_set)

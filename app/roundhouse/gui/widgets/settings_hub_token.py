@@ -20,8 +20,9 @@ from PySide6.QtWidgets import (
 )
 
 from roundhouse.api.hub import HubTokenSource, HubTokenStatus
-from roundhouse.gui.call import Call, CallSlot, Failure
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.settings_path_list import hint
@@ -40,7 +41,7 @@ class HubTokenSection(QGroupBox):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Hugging Face", parent)
         self._calls = ModelsCalls(bridge)
-        self._slot = CallSlot(self._update_buttons)
+        self._ops = Ops(self, on_busy=self._update_buttons)
         self._connected = False
         self.status: HubTokenStatus | None = None
         self.confirm_box: QMessageBox | None = None
@@ -84,7 +85,7 @@ class HubTokenSection(QGroupBox):
 
     def save_token(self) -> None:
         token = self.token_edit.text().strip()
-        if not token or self._slot.busy:
+        if not token or self._ops.busy:
             return
         self._run(self._calls.set_token(token), "The token was not saved")
         self.state.setText("Checking the token with Hugging Face…")
@@ -120,7 +121,9 @@ class HubTokenSection(QGroupBox):
 
     def _run(self, call: Call, what: str) -> None:
         self.error.hide()
-        self._slot.run(call, self.show_status, lambda failure: self._fail(what, failure))
+        self._ops.run(
+            call, self.show_status, on_failure=lambda failure: self._fail(what, failure), busy=True
+        )
 
     def _fail(self, what: str, failure: Failure) -> None:
         # A refused token stays typed, beside the reason.
@@ -132,9 +135,9 @@ class HubTokenSection(QGroupBox):
         self.confirm_box = None
 
     def _update_buttons(self) -> None:
-        idle = self._connected and not self._slot.busy
+        idle = self._connected and not self._ops.busy
         self.save_button.setEnabled(idle and bool(self.token_edit.text().strip()))
         # A token from HF_TOKEN or `hf auth login` is not Roundhouse's to forget.
         stored = self.status is not None and self.status.source == HubTokenSource.KEYRING
         self.forget_button.setEnabled(idle and stored)
-        self.token_edit.setEnabled(not self._slot.busy)
+        self.token_edit.setEnabled(not self._ops.busy)

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.settings import UiSettings
 from roundhouse.api.updates import UpdateStatus
-from roundhouse.gui.call import Call, CallSlot, Failure
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.updates import UpdateCalls
 from roundhouse.gui.connection_state import ConnectionState
@@ -56,7 +56,7 @@ class UpdatesSection(QGroupBox):
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Updates", parent)
         self._calls = UpdateCalls(bridge)
-        self._slot = CallSlot(self._update_buttons)
+        self._ops = Ops(self, on_busy=self._update_buttons)
         self._connected = False
         self.status: UpdateStatus | None = None
         self.check_daily = QCheckBox("Check for a newer Roundhouse once a day")
@@ -89,7 +89,7 @@ class UpdatesSection(QGroupBox):
         self._run(self._calls.status(), "The update check's result was not read")
 
     def check_now(self) -> None:
-        if not self._slot.busy:
+        if not self._ops.busy:
             self._run(self._calls.check(), "The update check did not run")
             self.result.setText("Asking PyPI…")
 
@@ -106,7 +106,9 @@ class UpdatesSection(QGroupBox):
         self._update_buttons()
 
     def _run(self, call: Call, what: str) -> None:
-        self._slot.run(call, self.show_status, lambda failure: self._fail(what, failure))
+        self._ops.run(
+            call, self.show_status, on_failure=lambda failure: self._fail(what, failure), busy=True
+        )
 
     def _fail(self, what: str, failure: Failure) -> None:
         self.result.setText(f"{html.escape(what)}: {html.escape(str(failure))}")
@@ -115,7 +117,7 @@ class UpdatesSection(QGroupBox):
         self.changed.emit()
 
     def _update_buttons(self) -> None:
-        self.check_button.setEnabled(self._connected and not self._slot.busy)
+        self.check_button.setEnabled(self._connected and not self._ops.busy)
 
 
 class UpdateNotice(QLabel):
