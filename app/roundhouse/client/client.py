@@ -42,6 +42,7 @@ from roundhouse.api.instances import (
     PresetRouting,
     StartRequest,
 )
+from roundhouse.api.jobs import JobKind, JobList
 from roundhouse.api.ollama import (
     OllamaLoadedList,
     OllamaLoadRequest,
@@ -275,6 +276,12 @@ class DaemonClient(
         body = request.model_dump_json(exclude_none=True)
         path = f"/engines/{engine}/install"
         return await self._request("POST", path, InstallJob, content=body, headers=JSON)
+
+    async def jobs(self, kind: JobKind | None = None) -> JobList:
+        """Every job of the daemon's job board (of `kind`), each with its own shape in
+        `detail`."""
+        params = {"kind": kind.value} if kind is not None else {}
+        return await self._request("GET", "/jobs", JobList, params=params)
 
     async def install_jobs(self) -> InstallJobList:
         return await self._request("GET", "/installs", InstallJobList)

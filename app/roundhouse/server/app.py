@@ -22,6 +22,7 @@ from roundhouse.server.routes.gateway_admin import router as gateway_admin_route
 from roundhouse.server.routes.gateway_control import router as gateway_control_router
 from roundhouse.server.routes.gateway_ollama import GATEWAY_PATHS
 from roundhouse.server.routes.hub import router as hub_router
+from roundhouse.server.routes.jobs import router as jobs_router
 from roundhouse.server.routes.library import router as library_router
 from roundhouse.server.routes.metrics import prometheus_router
 from roundhouse.server.routes.metrics import router as metrics_router
@@ -65,6 +66,7 @@ def create_app(services: DaemonServices, hosts: Iterable[str] = ()) -> FastAPI:
     api.include_router(disk_router)
     api.include_router(updates_router)
     api.include_router(events_router)
+    api.include_router(jobs_router)
     app.include_router(api)
     app.include_router(prometheus_router)
 

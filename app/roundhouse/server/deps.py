@@ -17,6 +17,7 @@ from roundhouse.core.bench.service import BenchService
 from roundhouse.core.chat.store import ChatStore
 from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.gateway.gateway import Gateway
+from roundhouse.core.infra.jobs import JobBoard
 from roundhouse.core.instances.service import InstanceService
 from roundhouse.core.metrics.service import MetricsService
 from roundhouse.core.models.queue import DownloadQueue
@@ -63,6 +64,10 @@ async def get_gateway(services: Services) -> Gateway:
     return services.gateway
 
 
+async def get_jobs(services: Services) -> JobBoard:
+    return services.jobs
+
+
 async def get_bench(services: Services) -> BenchService:
     return services.bench
 
@@ -84,6 +89,7 @@ Installs = Annotated[InstallJobs, Depends(get_installs)]
 Chats = Annotated[ChatStore, Depends(get_chats)]
 TheGateway = Annotated[Gateway, Depends(get_gateway)]
 Bench = Annotated[BenchService, Depends(get_bench)]
+Jobs = Annotated[JobBoard, Depends(get_jobs)]
 Ab = Annotated[AbService, Depends(get_ab)]
 Metrics = Annotated[MetricsService, Depends(get_metrics)]
 Updates = Annotated[UpdateChecker, Depends(get_updates)]
