@@ -326,8 +326,6 @@ async def take_tray(ui: Ui, grab: Grab, *, serving: bool) -> None:
     assert tray is not None and active is not None
     ui.window.show_page("Hardware")
     if serving:
-        # The tray polls every few seconds: ask now rather than wait for it.
-        ui.bridge.poll_instances_now()
         await wait_until(lambda: tray.status.serving > 0, 10, "the serving icon")
     await asyncio.sleep(0.5)
     grab("desktop-with-tray.png", window_only=False)

@@ -79,7 +79,6 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
     async def scenario() -> None:
         page = await _connected(ui)
         section = page.instances
-        assert ui.bridge.watching_instances, "the visible page polls the instances"
         assert section.model.rowCount() == 0 and section.message_label.text() == EMPTY_TEXT
         card = page.card(EngineId.LLAMA_CPP)
         assert card.start_button.isVisible()
@@ -273,7 +272,8 @@ def test_a_hung_then_dead_daemon_neither_freezes_the_page_nor_is_flooded(
     async def scenario() -> None:
         page = await _connected(ui, llama=False)
         ui.bridge.instances_failed.connect(failures.append)
-        await wait_until(lambda: len(asked) >= 2, 5, "the poller")
+        # Listed once, at the feed's reset; changes come by the feed, nothing is polled.
+        await wait_until(lambda: len(asked) >= 1, 5, "the first listing")
 
         # A hung daemon: requests wait for their timeout, the loop keeps turning.
         gaps: list[float] = []

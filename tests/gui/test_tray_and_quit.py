@@ -129,7 +129,6 @@ def test_quit_does_not_ask_when_nothing_runs(
     async def scenario() -> None:
         ui.bridge.start()
         await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
-        ui.bridge.poll_instances_now()
         await wait_until(lambda: ui.bridge.instances is not None, 10, "the instance list")
         # Engines of other test runs on this machine may be found (attached, not ours):
         # stopping the daemon would leave them running, so they are nothing to ask about.

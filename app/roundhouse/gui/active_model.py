@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.gateway import GatewayModel, GatewayModelList, ModelState
-from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.settings import patch_settings, with_active_model
@@ -47,8 +46,10 @@ class ActiveModel(QObject):
         self._again = False
         # Bumped by each choice: a listing asked for before it must not undo it.
         self._choices = 0
-        self._running: frozenset[tuple[str, InstanceStatus]] | None = None
-        bridge.instances_changed.connect(self._on_instances_changed)
+        # A model that starts, becomes ready or stops changes the list (and perhaps the
+        # active one): the change feed tells it, nothing is asked again.
+        bridge.gateway_changed.connect(self._on_gateway_changed)
+        bridge.feed_reset.connect(self._on_feed_reset)
 
     def refresh(self) -> None:
         """Ask the daemon for the models and the active one; a listing asked for since the
@@ -98,13 +99,13 @@ class ActiveModel(QObject):
         if self._again:
             self.refresh()
 
-    def _on_instances_changed(self, instances: list[InstanceInfo]) -> None:
-        """A model started, became ready or stopped: the active one may be another now
-        (the only one running). Asked only once someone has looked."""
-        running = frozenset((i.id, i.status) for i in instances)
-        changed = self._running is not None and running != self._running
-        self._running = running
-        if changed and self.loaded:
+    def _on_gateway_changed(self, listed: GatewayModelList) -> None:
+        """The gateway's models as the feed tells them; a listing on its way is older."""
+        self._on_listing_succeeded(listed, self._choices)
+
+    def _on_feed_reset(self) -> None:
+        """Events may have been missed: list again, once someone has looked."""
+        if self.loaded:
             self.refresh()
 
     def _on_choice_saved(self, settings: Settings) -> None:

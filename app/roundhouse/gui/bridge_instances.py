@@ -1,14 +1,9 @@
-"""The bridge's engine instances: the list it polls while watched, one Call per action."""
+"""The bridge's engine instances: the list the change feed keeps, one Call per action."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import weakref
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
-
-from PySide6.QtCore import QObject
 
 from roundhouse.api.instances import (
     AddEndpointRequest,
@@ -19,19 +14,12 @@ from roundhouse.api.instances import (
     PresetList,
     StartRequest,
 )
-from roundhouse.client import ClientError, DaemonClient
+from roundhouse.client import DaemonClient
 from roundhouse.gui.bridge_tasks import TasksMixin
-from roundhouse.gui.call import Call, Failure
-from roundhouse.gui.connection_state import ConnectionState
+from roundhouse.gui.call import Call
 
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
-
-# The instance list is polled this often while someone watches it (the Engines page, a log
-# view): one small GET a second. Nobody watching: it is fetched on connect and after actions.
-INSTANCES_PERIOD_S = 1.0
-# A daemon that fails to answer is asked less and less often, down to this.
-INSTANCES_MAX_DELAY_S = 10.0
 
 
 class InstancesMixin(TasksMixin):
@@ -40,36 +28,9 @@ class InstancesMixin(TasksMixin):
     if TYPE_CHECKING:
         # Provided by DaemonBridge.
         instances_changed: SignalInstance
-        instances_failed: SignalInstance
         instances: list[InstanceInfo] | None
 
-    def _init_instances(self) -> None:
-        """The poller's state, none running yet (called by DaemonBridge.__init__)."""
-        self._instance_watchers: weakref.WeakSet[QObject] = weakref.WeakSet()
-        self._instances_poller: asyncio.Task[None] | None = None
-        self._instances_poke: asyncio.Event | None = None
-        # Bumped by every change made here (a start, a stop): a listing that was asked for
-        # before it is older than what is shown, and is dropped.
-        self._instances_generation = 0
-        self._instances_error = ""
-
-    # Instances: a poller that lists them, and one Call per action.
-
-    def watch_instances(self, watcher: QObject, watching: bool = True) -> None:
-        """Poll the instance list every second while at least one watcher wants it."""
-        if watching:
-            self._instance_watchers.add(watcher)
-            self.poll_instances_now()
-        else:
-            self._instance_watchers.discard(watcher)
-
-    @property
-    def watching_instances(self) -> bool:
-        return len(self._instance_watchers) > 0
-
-    def poll_instances_now(self) -> None:
-        if self._instances_poke is not None:
-            self._instances_poke.set()
+    # Instances: the list as the feed and the actions' answers give it, one Call per action.
 
     def start_instance(self, request: StartRequest) -> Call:
         """Answers with the new InstanceInfo (status "starting") once the daemon accepted it."""
@@ -95,7 +56,6 @@ class InstancesMixin(TasksMixin):
         """Look for engines running without Roundhouse; answers with the whole InstanceList."""
 
         def scanned(listed: InstanceList) -> None:
-            self._instances_generation += 1
             self._set_instances(listed.instances)
 
         return self._call("look for running engines", lambda c: c.scan_instances(), scanned)
@@ -144,41 +104,8 @@ class InstancesMixin(TasksMixin):
     def delete_preset(self, engine: str, model: str, name: str) -> Call:
         return self._call("delete a preset", lambda c: c.delete_preset(engine, model, name))
 
-    # The poller, and the list as actions change it.
-
-    def _ensure_instances_poller(self) -> None:
-        """Start the poller unless it runs: it outlives sessions (it waits while disconnected)."""
-        if self._instances_poller is None or self._instances_poller.done():
-            self._instances_poke = asyncio.Event()
-            self._instances_poller = self._spawn(self._poll_instances(self._instances_poke))
-
-    async def _poll_instances(self, poke: asyncio.Event) -> None:
-        """List the instances while connected: every second while watched, else when poked.
-
-        Failures back off (1, 2, 4 ... 10 s) and are reported once until the answer changes;
-        a lost connection is the session's to notice, and the poller waits for it then.
-        """
-        failures = 0
-        while True:
-            poke.clear()
-            client = self._client
-            if client is not None and self._state == ConnectionState.CONNECTED:
-                generation = self._instances_generation
-                try:
-                    listed = await client.instances()
-                except ClientError as exc:
-                    failures += 1
-                    self._report_instances_failure(str(Failure.from_error(exc)))
-                else:
-                    failures = 0
-                    self._instances_error = ""
-                    if generation == self._instances_generation:
-                        self._set_instances(listed.instances)
-            delay: float | None = None
-            if self._instance_watchers and self._state == ConnectionState.CONNECTED:
-                delay = min(INSTANCES_PERIOD_S * 2**failures, INSTANCES_MAX_DELAY_S)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(poke.wait(), delay)
+    # The list as actions change it: their answer shows at once; the feed's event that
+    # follows (the daemon publishes every change it makes) carries the same.
 
     def _put_instance(self, info: InstanceInfo) -> None:
         """Show an instance as an action answered, without waiting for the next listing."""
@@ -189,21 +116,11 @@ class InstancesMixin(TasksMixin):
                 break
         else:
             current.append(info)
-        self._instances_generation += 1
         self._set_instances(current)
-        self.poll_instances_now()
 
     def _drop_instance(self, instance_id: str) -> None:
-        self._instances_generation += 1
         self._set_instances([i for i in self.instances or [] if i.id != instance_id])
-        self.poll_instances_now()
 
     def _set_instances(self, instances: list[InstanceInfo]) -> None:
-        # Emitted on every listing, changed or not: uptimes move and views repaint per second.
         self.instances = instances
         self.instances_changed.emit(instances)
-
-    def _report_instances_failure(self, message: str) -> None:
-        if message != self._instances_error:
-            self._instances_error = message
-            self.instances_failed.emit(message)

@@ -1,4 +1,5 @@
-"""The bridge's connection session: connect, load, stream samples; on loss wait and reconnect."""
+"""The bridge's connection session: connect, load, follow the samples and the change feed;
+on loss wait and reconnect (the feed resumes where it broke)."""
 
 from __future__ import annotations
 
@@ -50,17 +51,14 @@ class SessionMixin(TasksMixin):
 
         async def _load_engines(self, *, refresh: bool) -> None: ...
 
-        # Provided by InstancesMixin.
-        def poll_instances_now(self) -> None: ...
-
-        def _ensure_instances_poller(self) -> None: ...
+        # Provided by FeedMixin.
+        async def _follow_feed(self) -> None: ...
 
     def _restart_session(self, *, spawn: bool) -> None:
         previous = self._session
         if previous is not None:
             previous.cancel()
         self._session = self._spawn(self._run_session(spawn, previous))
-        self._ensure_instances_poller()
 
     async def _end_session(self) -> None:
         session, self._session = self._session, None
@@ -78,7 +76,7 @@ class SessionMixin(TasksMixin):
         while True:
             try:
                 await self._connect(spawn, announce=first)
-                await self._pump_samples()
+                await self._follow_streams()
                 message = "The daemon ended the live stream (it may be stopping or restarting)."
             except (ClientError, OSError) as exc:
                 message = str(exc)
@@ -124,11 +122,30 @@ class SessionMixin(TasksMixin):
         # Engine detection can take seconds (it asks each tool its version): it loads on its
         # own, and a daemon that cannot list engines still serves everything else.
         self._spawn(self._load_engines(refresh=False))
-        self.poll_instances_now()
         fresh = [s for s in history.samples if self._is_new(s.t)]
         if fresh:
             self._last_sample_t = fresh[-1].t
             self.history_loaded.emit(fresh)
+
+    async def _follow_streams(self) -> None:
+        """Follow the hardware samples and the change feed until either ends or breaks; the
+        other is ended with it, and the session reconnects both."""
+        streams = [
+            asyncio.ensure_future(self._pump_samples()),
+            asyncio.ensure_future(self._follow_feed()),
+        ]
+        try:
+            done, _ = await asyncio.wait(streams, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Both are cancelled before either is waited for: a session cancelled again
+            # while it waits must not leave one running.
+            for stream in streams:
+                stream.cancel()
+            await asyncio.gather(
+                *(cancel_and_wait(s, reraise=False, give_up_s=CLOSE_GRACE_S) for s in streams)
+            )
+        for stream in done:
+            stream.result()  # its failure (or its end) is the session's to report
 
     async def _pump_samples(self) -> None:
         assert self._client is not None

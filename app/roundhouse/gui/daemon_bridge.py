@@ -16,6 +16,7 @@ from roundhouse.base.paths import Home
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.client import ClientError, DaemonClient, lifecycle
 from roundhouse.gui.backoff import Backoff
+from roundhouse.gui.bridge_feed import FeedMixin
 from roundhouse.gui.bridge_instances import InstancesMixin
 from roundhouse.gui.bridge_session import CLOSE_GRACE_S, SessionMixin
 from roundhouse.gui.call import Call, Failure, Follow
@@ -27,12 +28,16 @@ from roundhouse.gui.connection_state import ConnectionState
 __all__ = ["Backoff", "Call", "ConnectionState", "DaemonBridge", "Failure", "Follow"]
 
 
-class DaemonBridge(SessionMixin, InstancesMixin, QObject):
+class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     """Owns the DaemonClient; widgets connect to these signals, never to the client.
 
-    Its parts: the connection session (bridge_session), the instance list and actions
-    (bridge_instances), background calls and follows (bridge_tasks), and the calls of each
-    concern by name (the calls package).
+    It is the app's store: what it holds (instances, settings, jobs, the gateway's models,
+    engines, inventory) is kept current by the daemon's change feed, and each change is a
+    signal; pages read it and listen instead of asking again.
+
+    Its parts: the connection session (bridge_session), the store fed by the change feed
+    (bridge_feed), the instance list and actions (bridge_instances), background calls and
+    follows (bridge_tasks), and the calls of each concern by name (the calls package).
     """
 
     state_changed = Signal(str)  # a ConnectionState value
@@ -47,6 +52,13 @@ class DaemonBridge(SessionMixin, InstancesMixin, QObject):
     engines_failed = Signal(str)  # why the engines were not loaded, in words
     instances_changed = Signal(object)  # list[InstanceInfo], the daemon's order
     instances_failed = Signal(str)  # why the instances were not listed, in words
+    settings_changed = Signal(object)  # Settings, as saved by any client
+    gateway_changed = Signal(object)  # GatewayModelList: served, loading, startable, active
+    library_changed = Signal(object)  # LibraryList
+    downloads_changed = Signal(object)  # DownloadQueueView
+    jobs_changed = Signal(object)  # list[JobView]: every job the daemon keeps
+    feed_reset = Signal()  # what was heard may be stale: followers load their kind again
+    feed_applied = Signal(object)  # int: the seq of the event just applied (past 32 bits)
 
     def __init__(
         self, home: Home, *, auto_start: bool = True, backoff: Backoff | None = None
@@ -66,7 +78,7 @@ class DaemonBridge(SessionMixin, InstancesMixin, QObject):
         self.engines: EnginesOverview | None = None
         self.instances: list[InstanceInfo] | None = None
         self.ui_settings = UiSettings()
-        self._init_instances()
+        self._init_feed()
         # The calls of each concern, by name: `bridge.installs.start(...)`, `bridge.ollama...`.
         self.installs = InstallCalls(self)
         self.ollama = OllamaCalls(self)

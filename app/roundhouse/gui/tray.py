@@ -1,7 +1,7 @@
 """The tray icon: idle, serving N instances or an error at a glance, and a menu to act.
 
-The menu is rebuilt each time it opens, from what the bridge last heard; the instance list
-is refreshed by poking the bridge's one instances poller every few seconds while connected.
+The menu is rebuilt each time it opens, from the bridge's store: the change feed keeps the
+instance list current, so the tray asks the daemon nothing to stay up to date.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMenu, QMessageBox, QSystemTrayIcon
 
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
@@ -30,9 +30,6 @@ from roundhouse.gui.widgets.active_model_menu import ActiveModelMenu
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.instances_words import is_endpoint
 
-# How often the tray asks for the instance list while connected: one small GET; the Engines
-# page, when shown, polls every second through the same poller anyway.
-POLL_PERIOD_MS = 5000
 QUICK_CHAT_SHORTCUT = "Ctrl+Shift+Space"
 
 
@@ -74,15 +71,12 @@ class Tray(QObject):
         self.icon.setToolTip(self.status.tooltip)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._on_icon_activated)
-        self._poll = QTimer(self)
-        self._poll.setInterval(POLL_PERIOD_MS)
-        self._poll.timeout.connect(bridge.poll_instances_now)
-        bridge.state_changed.connect(self._on_bridge_state_changed)
+        bridge.state_changed.connect(lambda _: self._update_icon())
         bridge.instances_changed.connect(lambda _: self._update_icon())
         # The state changes before the message is set: the error's words come with this.
         bridge.disconnected.connect(lambda _: self._update_icon())
         window.hidden_to_tray.connect(self._on_window_hidden_to_tray)
-        self._on_bridge_state_changed(bridge.state.value)
+        self._update_icon()
         self._on_menu_about_to_show()
 
     def show(self) -> None:
@@ -91,13 +85,6 @@ class Tray(QObject):
     @property
     def tray_state(self) -> TrayState:
         return self.status.state
-
-    def _on_bridge_state_changed(self, _value: str) -> None:
-        if self._bridge.state == ConnectionState.CONNECTED:
-            self._poll.start()
-        else:
-            self._poll.stop()
-        self._update_icon()
 
     def _update_icon(self) -> None:
         status = tray_status(self._bridge.state, self._bridge.message, self._bridge.instances)
@@ -119,7 +106,9 @@ class Tray(QObject):
             self._add_instances()
             self.menu.addMenu(self.models_menu)
             self.models_menu.fill()
-            self._active_model.refresh()
+            if not self._active_model.loaded:
+                # Listed once; the change feed keeps the list current from then on.
+                self._active_model.refresh()
             self.menu.addSeparator()
             quick = self.menu.addAction("Quick chat…", self._on_quick_chat_triggered)
             quick.setShortcut(QUICK_CHAT_SHORTCUT)

@@ -98,14 +98,12 @@ class LogDialog(QDialog):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        self._bridge.watch_instances(self, True)
         if not self._following and not self.gone:
             self._following = True
             self._fetch()
 
     def hideEvent(self, event: QHideEvent) -> None:
         super().hideEvent(event)
-        self._bridge.watch_instances(self, False)
         self._following = False
         self._timer.stop()
 

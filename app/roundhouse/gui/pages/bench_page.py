@@ -42,8 +42,9 @@ from roundhouse.gui.widgets.bench_table import BenchTable, run_title
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.notice import Notice
 
-# Progress is asked for at this pace (the UI repaints at 2-4 Hz, never faster).
-POLL_MS = 250
+# While a run goes, its elapsed time is repainted at this pace (a clock, not a request: the
+# progress itself comes by the change feed, as the run's job moves).
+REPAINT_MS = 250
 _FILTERS = {
     ExportFormat.JSON: "JSON (*.json)",
     ExportFormat.CSV: "CSV (*.csv)",
@@ -62,7 +63,7 @@ class BenchPage(QWidget):
         self._calls = BenchCalls(bridge)
         self.job: str | None = None
         self._started = 0.0
-        self._asking = False
+        self._progress: BenchProgress | None = None
         self.export_dialog: QFileDialog | None = None
         self.shown: list[BenchResult] = []
         self.confirm_box: QMessageBox | None = None
@@ -140,8 +141,10 @@ class BenchPage(QWidget):
         layout.addWidget(split, 1)
 
         self._timer = QTimer(self)
-        self._timer.setInterval(POLL_MS)
-        self._timer.timeout.connect(self._poll)
+        self._timer.setInterval(REPAINT_MS)
+        self._timer.timeout.connect(self._repaint_progress)
+        bridge.jobs_changed.connect(lambda _: self._hear_progress())
+        bridge.feed_reset.connect(self._ask_progress)
         bridge.connected.connect(self.refresh)
         bridge.state_changed.connect(lambda _: self._update_actions())
         self._update_actions()
@@ -213,20 +216,32 @@ class BenchPage(QWidget):
         self._show_progress(progress)
         self._timer.start()
         self._update_actions()
+        # The feed may have told its end before this answer came.
+        self._hear_progress()
 
-    def _poll(self) -> None:
-        if self.job is None or self._asking:
-            return
-        self._asking = True
-        call = self._calls.progress(self.job)
-        call.succeeded.connect(self._on_progress)
-        call.failed.connect(self._fail)
-        call.finished.connect(lambda: setattr(self, "_asking", False))
+    def _hear_progress(self) -> None:
+        """The run's progress as the change feed last told it (its job's detail)."""
+        progress = self._bridge.bench_progress(self.job) if self.job is not None else None
+        if progress is not None:
+            self._on_progress(progress)
+
+    def _ask_progress(self) -> None:
+        """After a reset of the feed (its events may have been missed): ask once."""
+        if self.job is not None:
+            call = self._calls.progress(self.job)
+            call.succeeded.connect(self._on_progress)
+            call.failed.connect(self._fail)
 
     def _show_progress(self, progress: BenchProgress) -> None:
+        self._progress = progress
+        self._repaint_progress()
+
+    def _repaint_progress(self) -> None:
+        if self._progress is None:
+            return
         elapsed = time.monotonic() - self._started
-        counts = progress_words(progress.done, progress.total, progress.failed)
-        self.progress_label.setText(f"{counts} · {elapsed:.1f} s")
+        done, total, failed = self._progress.done, self._progress.total, self._progress.failed
+        self.progress_label.setText(f"{progress_words(done, total, failed)} · {elapsed:.1f} s")
 
     def _on_progress(self, progress: BenchProgress) -> None:
         if progress.id != self.job:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -132,14 +131,6 @@ class EnginesPage(QWidget):
         self.builds_dialog = dialog
         dialog.open()
         return dialog
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self._bridge.watch_instances(self, True)
-
-    def hideEvent(self, event: QHideEvent) -> None:
-        super().hideEvent(event)
-        self._bridge.watch_instances(self, False)
 
     def show_overview(self, overview: EnginesOverview) -> None:
         """Cards follow the catalog's order; each shows what detection says of its engine."""

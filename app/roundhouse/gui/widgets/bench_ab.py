@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import ValidationError
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QPushButton, QWidget
 
 from roundhouse.api.bench import (
@@ -22,8 +22,6 @@ from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.bench_form import BenchForm
 
-POLL_MS = 250
-
 
 class AbPanel(QGroupBox):
     """Engine and model for A and B; `finished(result_ids)` when both arms have run."""
@@ -37,7 +35,6 @@ class AbPanel(QGroupBox):
         self._calls = BenchCalls(bridge)
         self._form = form
         self.job: str | None = None
-        self._asking = False
         self._page_allows = False
         self.library: list[LibraryModel] = []
         self.engine_a, self.engine_b = QComboBox(), QComboBox()
@@ -57,9 +54,9 @@ class AbPanel(QGroupBox):
         layout.addRow(self.state)
         self.engine_a.currentIndexChanged.connect(lambda _: self._fill_models())
         self.engine_b.currentIndexChanged.connect(lambda _: self._fill_models())
-        self._timer = QTimer(self)
-        self._timer.setInterval(POLL_MS)
-        self._timer.timeout.connect(self._poll)
+        # Its progress comes by the change feed, as the run's job moves.
+        bridge.jobs_changed.connect(lambda _: self._hear_progress())
+        bridge.feed_reset.connect(self._ask_progress)
         bridge.engines_changed.connect(self._on_engines)
         self._update()
 
@@ -173,28 +170,34 @@ class AbPanel(QGroupBox):
     def _on_started(self, progress: AbProgress) -> None:
         self.job = progress.id
         self._show(progress)
-        self._timer.start()
         self._update()
         self.busy_changed.emit()
+        # The feed may have told its end before this answer came.
+        self._hear_progress()
 
-    def _poll(self) -> None:
-        if self.job is None or self._asking:
-            return
-        self._asking = True
-        call = self._calls.ab_progress(self.job)
-        call.succeeded.connect(self._on_progress)
-        call.failed.connect(self._fail)
-        call.finished.connect(lambda: setattr(self, "_asking", False))
+    def _hear_progress(self) -> None:
+        """The run's progress as the change feed last told it (its job's detail)."""
+        progress = self._bridge.ab_progress(self.job) if self.job is not None else None
+        if progress is not None:
+            self._on_progress(progress)
+
+    def _ask_progress(self) -> None:
+        """After a reset of the feed (its events may have been missed): ask once."""
+        if self.job is not None:
+            call = self._calls.ab_progress(self.job)
+            call.succeeded.connect(self._on_progress)
+            call.failed.connect(self._fail)
 
     def _show(self, progress: AbProgress) -> None:
         counts = progress_words(progress.done, progress.total, progress.failed)
         self.state.setText(f"{progress.stage}: {counts}")
 
     def _on_progress(self, progress: AbProgress) -> None:
+        if progress.id != self.job:
+            return
         self._show(progress)
         if progress.state is BenchState.RUNNING:
             return
-        self._timer.stop()
         self.job = None
         self._update()
         self.busy_changed.emit()

@@ -160,14 +160,6 @@ class InstancesModel(QAbstractTableModel):
             if info != old:
                 self._rows[row] = info
                 self.dataChanged.emit(self.index(row, 0), self.index(row, last_column))
-        if self._rows:
-            # Uptimes move on every tick even when nothing else changed.
-            last = len(self._rows) - 1
-            self.dataChanged.emit(
-                self.index(0, Column.UPTIME),
-                self.index(last, Column.UPTIME),
-                [Qt.ItemDataRole.DisplayRole],
-            )
         known = {info.id for info in self._rows}
         fresh = [info for info in instances if info.id not in known]
         if fresh:
@@ -175,6 +167,15 @@ class InstancesModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), first, first + len(fresh) - 1)
             self._rows.extend(fresh)
             self.endInsertRows()
+
+    def tick_uptimes(self) -> None:
+        """Repaint the uptimes: they move with the clock, not with the daemon's news."""
+        if self._rows:
+            self.dataChanged.emit(
+                self.index(0, Column.UPTIME),
+                self.index(len(self._rows) - 1, Column.UPTIME),
+                [Qt.ItemDataRole.DisplayRole],
+            )
 
     def instance(self, row: int) -> InstanceInfo:
         return self._rows[row]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QGroupBox, QLabel, QMessageBox, QVBoxLayout, QWidget
 
 from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceOrigin, InstanceStatus
@@ -21,6 +21,8 @@ from roundhouse.gui.widgets.instances_windows import InstanceWindows
 from roundhouse.gui.widgets.instances_words import instance_name, stop_question, stop_verbs
 
 EMPTY_TEXT = "No engine is running. Start one with “Start…” here or on an engine below."
+# The uptimes are repainted this often while the table shows (a clock, not a request).
+UPTIME_TICK_MS = 1000
 
 
 class InstancesSection(QGroupBox):
@@ -45,6 +47,9 @@ class InstancesSection(QGroupBox):
         self._scan_call: Call | None = None
         self.model = InstancesModel(parent=self)
         self.table = instances_table(self.model)
+        self._uptime_tick = QTimer(self)
+        self._uptime_tick.setInterval(UPTIME_TICK_MS)
+        self._uptime_tick.timeout.connect(self.model.tick_uptimes)
 
         self._actions = actions = InstanceActions(self)
         self.start_button = actions.start_button
@@ -89,6 +94,14 @@ class InstancesSection(QGroupBox):
         if bridge.instances is not None:
             self.model.set_instances(bridge.instances)
         self._update_actions()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._uptime_tick.start()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        self._uptime_tick.stop()
 
     @property
     def attach_dialog(self) -> AttachDialog | None:

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelection, Qt, QTimer, Signal
-from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -44,7 +43,6 @@ from roundhouse.gui.widgets.models_library_running import LibraryRunning
 from roundhouse.gui.widgets.table_view import table_view
 
 VISIBLE_SETTLE_MS = 150
-CHECKING_POLL_MS = 1000
 
 
 def installed_engines(overview: EnginesOverview | None) -> list[EngineSpec]:
@@ -132,12 +130,6 @@ class LibraryView(QWidget):
         layout.addWidget(self.message_label)
         layout.addLayout(buttons)
 
-        # The daemon lists new GGUF files from their first metadata and reads the rest just
-        # after: list again until it says nothing is left to read.
-        self._checking_timer = QTimer(self)
-        self._checking_timer.setSingleShot(True)
-        self._checking_timer.setInterval(CHECKING_POLL_MS)
-        self._checking_timer.timeout.connect(self.mark_stale)
         self._visible_timer = QTimer(self)
         self._visible_timer.setSingleShot(True)
         self._visible_timer.setInterval(VISIBLE_SETTLE_MS)
@@ -146,19 +138,11 @@ class LibraryView(QWidget):
         fits.changed.connect(self._on_fits_changed)
         bridge.state_changed.connect(lambda _: self._update_actions())
         bridge.instances_changed.connect(lambda _: self._show_rows())
+        # The daemon lists new GGUF files from their first metadata and reads the rest just
+        # after; the change feed brings the list again as it changes (headers read, a scan,
+        # an import or a delete made anywhere).
+        bridge.library_changed.connect(self._on_library_changed)
         self._update_actions()
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        self._watch_instances()
-
-    def hideEvent(self, event: QHideEvent) -> None:
-        super().hideEvent(event)
-        self._watch_instances()
-
-    def _watch_instances(self) -> None:
-        """Poll the engines while the rows are seen, or a start is followed to its chat."""
-        self._bridge.watch_instances(self, self.isVisible() or self.running.following)
 
     # -- listing ------------------------------------------------------------------------
 
@@ -201,9 +185,15 @@ class LibraryView(QWidget):
             words.append(
                 f"reading {listed.checking} more header{'s' if listed.checking != 1 else ''}…"
             )
-            self._checking_timer.start()
         self.status_label.setText(" · ".join(words))
         self._visible_timer.start()
+
+    def _on_library_changed(self, listed: LibraryList) -> None:
+        if self.isVisible() and self._listing is None:
+            self._stale = False
+            self._on_listed(listed)
+        else:
+            self._stale = True
 
     def _on_listing_finished(self) -> None:
         self._listing = None
@@ -214,7 +204,6 @@ class LibraryView(QWidget):
         models = self.listed.models if self.listed else []
         self.models.set_rows([library_row(m, self.running.status_of(m)) for m in models])
         self.running.update(models)
-        self._watch_instances()
 
     def request_visible_fits(self) -> None:
         for index in visible_rows(self.view):

@@ -119,11 +119,6 @@ class LibraryRunning(QObject):
         chat = (chat_name(model) if model else (info.model or "")) if open_chat else None
         self._followed[info.id] = (name, chat)
 
-    @property
-    def following(self) -> bool:
-        """Whether a start is followed (the instances must be polled)."""
-        return bool(self._followed)
-
     def update(self, models: list[LibraryModel]) -> None:
         """Each listed model's cell: the buttons where an instance runs it, none elsewhere."""
         instances = self._bridge.instances or []
