@@ -1,8 +1,9 @@
 """The change feed through a real daemon and the real llama-server on the tiny model: an
 instance's start shows as instances events up to ready and as a gateway event serving it;
-a saved setting as a settings event; a follower resumes after the last event it saw, with
-the same events; `roundhouse events` prints them (lines, or JSON) and ends when the daemon
-stops."""
+a saved setting as a settings event; an import and a delete as library events, and the
+gateway's list follows them and a saved preset; a follower resumes after the last event it
+saw, with the same events; `roundhouse events` prints them (lines, or JSON) and ends when
+the daemon stops."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import aclosing
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -22,19 +25,23 @@ from roundhouse.api.events import (
     FeedEvent,
     GatewayEvent,
     InstancesEvent,
+    LibraryEvent,
     ResetEvent,
     ResetReason,
     SettingsEvent,
     parse_event,
 )
 from roundhouse.api.gateway import ModelState
-from roundhouse.api.instances import InstanceStatus, StartRequest
+from roundhouse.api.instances import InstanceStatus, Preset, StartRequest
+from roundhouse.api.library import ImportRequest
 from roundhouse.client import DaemonClient
 from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_daemon
 
 pytestmark = pytest.mark.timeout(300)
 
 READY_TIMEOUT_S = 90.0
+
+E = TypeVar("E", LibraryEvent, GatewayEvent)
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +155,63 @@ def test_a_start_and_a_saved_setting_show_as_events_and_a_follower_resumes(
             assert replay[: len(expected)] == expected
 
             await client.stop_instance(started[0])
+
+    asyncio.run(main())
+
+
+def test_an_import_a_delete_and_a_preset_show_as_library_and_gateway_events(
+    daemon: DaemonProcess, tiny_gguf: Path
+) -> None:
+    async def main() -> None:
+        async with (
+            DaemonClient(daemon.url, daemon.token) as client,
+            DaemonClient(daemon.url, daemon.token) as stream,
+        ):
+            async with aclosing(stream.events()) as first:
+                since = (await anext(first)).seq
+
+            async def next_event(kind: type[E], where: Callable[[E], bool]) -> E:
+                nonlocal since
+                async with aclosing(stream.events(since)) as events:
+                    async for event in events:
+                        since = event.seq
+                        if isinstance(event, kind) and where(event):
+                            return event
+                raise AssertionError("the feed ended")
+
+            imported = await client.import_gguf(ImportRequest(path=str(tiny_gguf)))
+            listed = await asyncio.wait_for(
+                next_event(LibraryEvent, lambda e: any(m.id == imported.id for m in e.data.models)),
+                10,
+            )
+            assert imported.served_id is not None
+            await asyncio.wait_for(
+                next_event(
+                    GatewayEvent,
+                    lambda e: any(m.id == imported.served_id for m in e.data.models),
+                ),
+                10,
+            )
+            await client.save_preset(
+                Preset(
+                    engine=EngineId.LLAMA_CPP,
+                    model=str(tiny_gguf),
+                    name="events-preset",
+                    options=InstanceOptions(ctx_size=256),
+                )
+            )
+            await asyncio.wait_for(
+                next_event(
+                    GatewayEvent, lambda e: any(m.preset == "events-preset" for m in e.data.models)
+                ),
+                10,
+            )
+            await client.delete_library_model(imported.id)
+            gone = await asyncio.wait_for(
+                next_event(LibraryEvent, lambda e: all(m.id != imported.id for m in e.data.models)),
+                10,
+            )
+            assert gone.seq > listed.seq
 
     asyncio.run(main())
 
