@@ -22,6 +22,7 @@ from roundhouse.api.jobs import JobKind, JobList, JobState, JobView
 from roundhouse.api.settings import Settings
 from roundhouse.core.infra.changes import Changes
 from roundhouse.core.infra.feed import Feed, FeedItem, Published, Reset, ResetReason, relay
+from roundhouse.core.infra.jobs import JobBoard
 
 
 def _settings(port: int) -> Settings:
@@ -219,6 +220,39 @@ def test_a_relay_publishes_at_each_change_and_survives_a_failing_snapshot() -> N
         source.touch()
         (second,) = await _take(events, 1)
         assert isinstance(second, Published) and second.data == _settings(2)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await events.aclose()
+
+    asyncio.run(main())
+
+
+def test_the_job_boards_changes_reach_the_feed_as_jobs_events() -> None:
+    async def main() -> None:
+        feed = Feed(first_seq=1)
+        board = JobBoard()
+
+        async def listing() -> JobList:
+            return board.listing()
+
+        task = asyncio.create_task(relay(feed, "jobs", listing, [board.changes], min_interval_s=0))
+        events = feed.follow(since=0)
+        (empty,) = await _take(events, 1)
+        assert isinstance(empty, Published) and empty.data == JobList(jobs=[])
+        job = board.add(JobKind.BENCH, None, job_id="b1")
+        (added,) = await _take(events, 1)
+        assert isinstance(added, Published)
+        read = parse_event(added.json)
+        assert isinstance(read, JobsEvent)
+        assert [(j.id, j.state) for j in read.data.jobs] == [("b1", JobState.QUEUED)]
+        job.move(JobState.RUNNING)
+        job.move(JobState.DONE)
+        # Coalesced or not, the last jobs event says it is done.
+        states: list[JobState] = []
+        while states != [JobState.DONE]:
+            (moved,) = await _take(events, 1)
+            assert isinstance(moved, Published) and isinstance(moved.data, JobList)
+            states = [j.state for j in moved.data.jobs]
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await events.aclose()
