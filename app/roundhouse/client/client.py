@@ -390,7 +390,8 @@ class DaemonClient(
     async def _stream(
         self, path: str, event_names: tuple[str, ...], *, method: str = "GET", **kwargs: Any
     ) -> AsyncGenerator[tuple[str, str], None]:
-        timeout = httpx.Timeout(10.0, connect=2.0, read=None)
+        # No read timeout unless the caller gives one: a stream may be quiet for long.
+        timeout = kwargs.pop("timeout", httpx.Timeout(10.0, connect=2.0, read=None))
         try:
             async with aconnect_sse(self._http, method, path, timeout=timeout, **kwargs) as source:
                 if not source.response.is_success:
