@@ -189,11 +189,13 @@ class LibraryView(QWidget):
         self._visible_timer.start()
 
     def _on_library_changed(self, listed: LibraryList) -> None:
-        if self.isVisible() and self._listing is None:
+        """Shown at once while seen (a listing on its way answers as new); listed again when
+        next shown otherwise."""
+        if not self.isVisible():
+            self._stale = True
+        elif self._listing is None:
             self._stale = False
             self._on_listed(listed)
-        else:
-            self._stale = True
 
     def _on_listing_finished(self) -> None:
         self._listing = None
@@ -277,7 +279,6 @@ class LibraryView(QWidget):
         call = self._act(
             f"Working out what deleting {model.name} frees…",
             self._calls.delete(model.id, dry_run=True),
-            refresh=False,
         )
         call.succeeded.connect(self._confirm_delete)
 
@@ -354,23 +355,22 @@ class LibraryView(QWidget):
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _act(self, doing: str, call: Call, *, refresh: bool = True) -> Call:
-        """One action at a time: its failure said in the message line, the list after it."""
+    def _act(self, doing: str, call: Call) -> Call:
+        """One action at a time: its failure said in the message line. The list after it
+        comes by the change feed (the daemon publishes the library it changed)."""
         self._say(doing)
         self._action = call
         call.failed.connect(lambda failure: self._on_action_failed(doing, failure))
-        call.finished.connect(lambda: self._on_action_finished(refresh))
+        call.finished.connect(self._on_action_finished)
         self._update_actions()
         return call
 
     def _on_action_failed(self, doing: str, failure: Failure) -> None:
         self._say(f"{doing.rstrip('…')} failed: {failure}")
 
-    def _on_action_finished(self, refresh: bool) -> None:
+    def _on_action_finished(self) -> None:
         self._action = None
         self._update_actions()
-        if refresh:
-            self.refresh()
 
     def _on_fits_changed(self, key: str) -> None:
         model_id = key.removeprefix("library:")
