@@ -24,7 +24,7 @@ from roundhouse.api.events import (
     ResetEvent,
     SettingsEvent,
 )
-from roundhouse.api.jobs import JobKind, JobView
+from roundhouse.api.jobs import JobKind, JobState, JobView
 from roundhouse.client import ClientError, DaemonClient
 from roundhouse.gui.call import Failure
 
@@ -53,6 +53,8 @@ class FeedMixin:
         jobs_changed: SignalInstance
         feed_reset: SignalInstance
         feed_applied: SignalInstance
+
+        def reload_engines(self) -> None: ...
 
         # Provided by InstancesMixin.
         def _set_instances(self, instances: list[InstanceInfo]) -> None: ...
@@ -92,7 +94,11 @@ class FeedMixin:
             case DownloadsEvent(data=queue):
                 self.downloads_changed.emit(queue)
             case JobsEvent(data=listed):
-                self.jobs = {job.id: job for job in listed.jobs}
+                before, self.jobs = self.jobs, {job.id: job for job in listed.jobs}
+                if any(_installed(job, before.get(job.id)) for job in listed.jobs):
+                    # The daemon detected the engines again as the install ended: what it
+                    # found now is read once here, for every page that shows engines.
+                    self.reload_engines()
                 self.jobs_changed.emit(listed.jobs)
 
     async def _reload(self, client: DaemonClient) -> None:
@@ -128,3 +134,13 @@ class FeedMixin:
         if job is None or job.kind != JobKind.AB or job.detail is None:
             return None
         return AbProgress.model_validate(job.detail)
+
+
+def _installed(job: JobView, before: JobView | None) -> bool:
+    """An install that was heard running and is done now."""
+    return (
+        job.kind == JobKind.INSTALL
+        and job.state == JobState.DONE
+        and before is not None
+        and before.state != JobState.DONE
+    )

@@ -285,7 +285,6 @@ class BuildsDialog(QDialog):
     def _on_install_view_ended(self, job: InstallJob | None) -> None:
         if job is not None and job.state == JobState.DONE:
             self.changed.emit()
-            self._bridge.reload_engines()
             self.refresh()
         self._update_actions()
 

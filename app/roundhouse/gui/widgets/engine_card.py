@@ -34,7 +34,7 @@ from roundhouse.api.engines import (
     Platform,
     SupportLevel,
 )
-from roundhouse.api.installs import InstallJob, InstallRequest, JobState
+from roundhouse.api.installs import InstallJob, InstallRequest
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
@@ -285,9 +285,8 @@ class EngineCard(QGroupBox):
         self._update_actions()
 
     def _on_install_view_ended(self, job: InstallJob | None) -> None:
-        if job is not None and job.state == JobState.DONE:
-            # The daemon detected the engines again once the install was done.
-            self._bridge.reload_engines()
+        # What the daemon detected once the install was done comes to the bridge's store
+        # (the change feed says the job ended); nothing is asked here.
         self._update_actions()
 
     def _on_python_dialog_finished(self) -> None:
