@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from roundhouse.api.daemon import DaemonStatus
     from roundhouse.api.hardware import HardwareInventory
-    from roundhouse.api.settings import UiSettings
+    from roundhouse.api.settings import Settings, UiSettings
     from roundhouse.base.paths import Home
     from roundhouse.gui.backoff import Backoff
 
@@ -37,11 +37,13 @@ class SessionMixin(TasksMixin):
         connected: SignalInstance
         disconnected: SignalInstance
         ui_settings_changed: SignalInstance
+        settings_changed: SignalInstance
         history_loaded: SignalInstance
         sample_received: SignalInstance
         home: Home
         status: DaemonStatus | None
         ui_settings: UiSettings
+        settings_full: Settings | None
         _backoff: Backoff
         _session: asyncio.Task[None] | None
         _last_message: str
@@ -116,6 +118,9 @@ class SessionMixin(TasksMixin):
         self._last_message = ""
         self._set_state(ConnectionState.CONNECTED)
         self.connected.emit()
+        # The store's settings, kept from here by the change feed's settings events.
+        self.settings_full = settings
+        self.settings_changed.emit(settings)
         self.ui_settings = settings.ui
         self.ui_settings_changed.emit(settings.ui)
         self._set_inventory(inventory)
