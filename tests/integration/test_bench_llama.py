@@ -17,11 +17,11 @@ import httpx
 import pytest
 
 from roundhouse.api.bench import BenchRequest, BenchState
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.daemon_process import DaemonProcess, path_with
 from tests.support import cli
+from tests.support.serving import llama_cpp, serving
 
 
 @dataclass
@@ -35,19 +35,10 @@ class Served:
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    daemon = start_daemon(
-        tmp_path_factory.mktemp("bench") / "home", env=path_with(llama_server_binary)
-    )
-    try:
-        request = StartRequest(
-            engine=EngineId.LLAMA_CPP,
-            options=InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=2),
-        )
-        info = asyncio.run(start_ready(daemon, request, 60.0))
+    root = tmp_path_factory.mktemp("bench") / "home"
+    request = llama_cpp(tiny_gguf, ctx_size=512, parallel=2)
+    with serving(root, request, env=path_with(llama_server_binary)) as (daemon, [info]):
         yield Served(daemon, info, info.models[0])
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def _predicted(served: Served) -> float:

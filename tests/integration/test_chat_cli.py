@@ -23,9 +23,9 @@ import pytest
 from roundhouse.client import DaemonClient
 from tests.daemon_process import DaemonProcess, path_with, start_daemon
 from tests.fakes.launchers import start_vllm_serve
-from tests.integration.test_gateway import _start_ready
 from tests.processes import free_port
 from tests.support import cli
+from tests.support.serving import llama_cpp, serving
 
 
 @dataclass
@@ -40,13 +40,10 @@ def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("chat") / "home"
-    daemon = start_daemon(root, env=path_with(llama_server_binary))
-    try:
-        info = asyncio.run(_start_ready(daemon, tiny_gguf))
+    request = llama_cpp(tiny_gguf, ctx_size=512, parallel=2)
+    env = path_with(llama_server_binary)
+    with serving(root, request, env=env) as (daemon, [info]):
         yield Served(daemon, root, info.models[0])
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def roundhouse(

@@ -17,7 +17,8 @@ from openai import OpenAI
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.daemon_process import DaemonProcess, path_with, start_ready
+from tests.support.serving import llama_cpp, serving
 
 READY_TIMEOUT_S = 60.0
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -33,32 +34,18 @@ class Served:
     client: OpenAI
 
 
-async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
-    return await start_ready(
-        daemon,
-        StartRequest(
-            engine=EngineId.LLAMA_CPP,
-            options=InstanceOptions(model=str(model), ctx_size=512, parallel=2),
-        ),
-        READY_TIMEOUT_S,
-    )
-
-
 @pytest.fixture(scope="module")
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("gateway") / "home"
+    request = llama_cpp(tiny_gguf, ctx_size=512, parallel=2)
     env = path_with(llama_server_binary)
-    daemon = start_daemon(tmp_path_factory.mktemp("gateway") / "home", env=env)
-    try:
-        info = asyncio.run(_start_ready(daemon, tiny_gguf))
+    with serving(root, request, env=env, ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
         assert info.models, info
         client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
         yield Served(daemon, info, info.models[0], client)
         client.close()
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def test_models_lists_what_the_instance_serves(served: Served) -> None:

@@ -6,7 +6,6 @@ own, errors in Anthropic's shape, and the gateway's guards (key, Origin) on thes
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +16,10 @@ import httpx
 import pytest
 from anthropic import Anthropic
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.instances import InstanceInfo
 from tests.anthropic_stream import check_stream, parse_sse
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.daemon_process import DaemonProcess, path_with
+from tests.support.serving import llama_cpp, serving
 
 READY_TIMEOUT_S = 60.0
 CONTEXT = 512
@@ -77,20 +76,18 @@ def served(
 ) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("gateway-anthropic")
     env = {**path_with(llama_server_binary), **keyring_env(folder)}
-    daemon = start_daemon(folder / "home", env=env)
-    try:
-        request = StartRequest(
-            engine=EngineId.LLAMA_CPP,
-            options=InstanceOptions(
-                model=str(tiny_gguf),
-                ctx_size=CONTEXT,
-                parallel=1,
-                served_name="tiny-chat",
-                # Off, so that the context budget applies (llama.cpp's default from b6300).
-                extra_args=("--no-context-shift",),
-            ),
-        )
-        info = asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
+    request = llama_cpp(
+        tiny_gguf,
+        ctx_size=CONTEXT,
+        parallel=1,
+        served_name="tiny-chat",
+        # Off, so that the context budget applies (llama.cpp's default from b6300).
+        extra_args=("--no-context-shift",),
+    )
+    with serving(folder / "home", request, env=env, ready_timeout_s=READY_TIMEOUT_S) as (
+        daemon,
+        [info],
+    ):
         headers = {"Authorization": f"Bearer {daemon.token}"}
         reply = httpx.post(daemon.url + "/api/v1/gateway/key", headers=headers, trust_env=False)
         assert reply.status_code == 200, reply.text
@@ -99,9 +96,6 @@ def served(
         client = Anthropic(base_url=daemon.url, api_key=key, max_retries=0, timeout=60)
         yield Served(daemon, info, info.models[0], key, client)
         client.close()
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 @pytest.fixture(params=["passthrough", "translated"])

@@ -4,7 +4,6 @@ longer than it are refused with both numbers; a request that exactly fits still 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +13,9 @@ import openai
 import pytest
 from openai import OpenAI
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from roundhouse.api.instances import InstanceInfo
+from tests.daemon_process import DaemonProcess, path_with
+from tests.support.serving import llama_cpp, serving
 
 CONTEXT = 256
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -36,27 +35,14 @@ class Served:
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    daemon = start_daemon(
-        tmp_path_factory.mktemp("budget") / "home", env=path_with(llama_server_binary)
-    )
-    try:
-        # The test build reports no build number, so only its own flag says that it stops
-        # at the end of its context rather than shifting it (and so may be checked).
-        options = InstanceOptions(
-            model=str(tiny_gguf),
-            ctx_size=CONTEXT,
-            parallel=1,
-            extra_args=("--no-context-shift",),
-        )
-        info = asyncio.run(
-            start_ready(daemon, StartRequest(engine=EngineId.LLAMA_CPP, options=options), 60.0)
-        )
+    root = tmp_path_factory.mktemp("budget") / "home"
+    # The test build reports no build number, so only its own flag says that it stops at
+    # the end of its context rather than shifting it (and so may be checked).
+    request = llama_cpp(tiny_gguf, ctx_size=CONTEXT, parallel=1, extra_args=("--no-context-shift",))
+    with serving(root, request, env=path_with(llama_server_binary)) as (daemon, [info]):
         client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
         yield Served(daemon, info, info.models[0], client)
         client.close()
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def _prompt_tokens(served: Served, messages: object) -> int:

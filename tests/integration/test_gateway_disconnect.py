@@ -17,47 +17,32 @@ import httpx
 import psutil
 import pytest
 
-from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.gateway import InstanceUsage
-from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.settings import GatewaySettings
 from roundhouse.client.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.daemon_process import DaemonProcess, path_with
+from tests.support.serving import llama_cpp, serving
 
 READY_TIMEOUT_S = 60.0
 # How long the daemon may take to close the engine's connection after the client left.
 PROMPT_CLOSE_S = 1.0
 
 
-async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
-    request = StartRequest(
-        engine=EngineId.LLAMA_CPP,
-        # One slot, so a generation left running would hold up the next request; one
-        # thread, so the test leaves the machine a core. Context shift lets the
-        # generation go on past the small context: it runs until stopped.
-        options=InstanceOptions(
-            model=str(model),
-            ctx_size=512,
-            parallel=1,
-            threads=1,
-            extra_args=("--context-shift",),
-        ),
-    )
-    return await start_ready(daemon, request, READY_TIMEOUT_S)
-
-
 @pytest.fixture(scope="module")
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DaemonProcess, InstanceInfo]]:
-    daemon = start_daemon(
-        tmp_path_factory.mktemp("disconnect") / "home", env=path_with(llama_server_binary)
+    root = tmp_path_factory.mktemp("disconnect") / "home"
+    # One slot, so a generation left running would hold up the next request; one thread,
+    # so the test leaves the machine a core. Context shift lets the generation go on past
+    # the small context: it runs until stopped.
+    request = llama_cpp(
+        tiny_gguf, ctx_size=512, parallel=1, threads=1, extra_args=("--context-shift",)
     )
-    try:
-        yield daemon, asyncio.run(_start_ready(daemon, tiny_gguf))
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
+    env = path_with(llama_server_binary)
+    with serving(root, request, env=env, ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
+        yield daemon, info
 
 
 def _to_engine(daemon: DaemonProcess, port: int) -> set[int]:

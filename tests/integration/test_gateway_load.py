@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from roundhouse.api.instances import InstanceInfo
+from tests.daemon_process import DaemonProcess, path_with
+from tests.support.serving import llama_cpp, serving
 
 READY_TIMEOUT_S = 60.0
 STREAMS = 16
@@ -30,20 +30,13 @@ RUN_TIMEOUT_S = 120.0
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DaemonProcess, InstanceInfo]]:
-    daemon = start_daemon(
-        tmp_path_factory.mktemp("load") / "home", env=path_with(llama_server_binary)
-    )
-    request = StartRequest(
-        engine=EngineId.LLAMA_CPP,
-        # One thread, so the test leaves the machine a core; a few slots, so requests run
-        # side by side and connections are kept alive and reused at once.
-        options=InstanceOptions(model=str(tiny_gguf), ctx_size=1024, parallel=4, threads=1),
-    )
-    try:
-        yield daemon, asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
+    root = tmp_path_factory.mktemp("load") / "home"
+    # One thread, so the test leaves the machine a core; a few slots, so requests run side
+    # by side and connections are kept alive and reused at once.
+    request = llama_cpp(tiny_gguf, ctx_size=1024, parallel=4, threads=1)
+    env = path_with(llama_server_binary)
+    with serving(root, request, env=env, ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
+        yield daemon, info
 
 
 @dataclass(frozen=True)

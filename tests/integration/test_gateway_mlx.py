@@ -4,7 +4,6 @@ by Roundhouse kept from the client."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,12 +11,8 @@ import openai
 import pytest
 from openai import OpenAI
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
-from roundhouse.api.settings import EngineSettings, Settings
-from roundhouse.base.paths import resolve_home
-from roundhouse.core.infra.settings import save_settings
-from tests.daemon_process import DaemonProcess, start_daemon, start_ready
+from roundhouse.api.instances import InstanceInfo
+from tests.support.serving import mlx, mlx_home, serving
 
 READY_TIMEOUT_S = 90.0
 MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -25,31 +20,16 @@ MESSAGES: list[openai.types.chat.ChatCompletionMessageParam] = [
 ]
 
 
-async def _start_ready(daemon: DaemonProcess, model: Path) -> InstanceInfo:
-    request = StartRequest(engine=EngineId.MLX, options=InstanceOptions(model=str(model)))
-    return await start_ready(daemon, request, READY_TIMEOUT_S)
-
-
 @pytest.fixture(scope="module")
 def served(
     mlx_python: str, tiny_hf_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[OpenAI, InstanceInfo]]:
-    root = tmp_path_factory.mktemp("gateway-mlx") / "home"
-    home = resolve_home(root)
-    home.ensure()
-    cache = root.parent / "hub"
-    save_settings(
-        home.settings_file,
-        Settings(models_dir=str(cache), engines=EngineSettings(python_paths=[mlx_python])),
-    )
-    daemon = start_daemon(root)
-    try:
-        info = asyncio.run(_start_ready(daemon, tiny_hf_model))
+    root = mlx_home(tmp_path_factory.mktemp("gateway-mlx") / "home", mlx_python)
+    request = mlx(tiny_hf_model)
+    with serving(root, request, ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
         client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
         yield client, info
         client.close()
-    finally:
-        daemon.stop(timeout=60)
 
 
 def test_models_lists_the_mlx_model(served: tuple[OpenAI, InstanceInfo]) -> None:

@@ -14,10 +14,10 @@ import httpx
 import ollama
 import pytest
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.daemon_process import DaemonProcess, path_with
+from tests.support.serving import llama_cpp, serving
 
 READY_TIMEOUT_S = 60.0
 MESSAGES = [{"role": "user", "content": "Say hello."}]
@@ -35,37 +35,23 @@ class Served:
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    daemon = start_daemon(
-        tmp_path_factory.mktemp("gateway-ollama") / "home", env=path_with(llama_server_binary)
+    root = tmp_path_factory.mktemp("gateway-ollama") / "home"
+    # The context budget applies where the engine stops at its context.
+    chat = llama_cpp(tiny_gguf, ctx_size=512, parallel=2, extra_args=("--no-context-shift",))
+    embed = llama_cpp(
+        tiny_gguf,
+        ctx_size=512,
+        served_name="tiny-embed",
+        # The tiny model declares no pooling; OpenAI-style embeddings need one.
+        extra_args=("--embeddings", "--pooling", "mean"),
     )
-    try:
-        chat = StartRequest(
-            engine=EngineId.LLAMA_CPP,
-            options=InstanceOptions(
-                model=str(tiny_gguf),
-                ctx_size=512,
-                parallel=2,
-                # The context budget applies where the engine stops at its context.
-                extra_args=("--no-context-shift",),
-            ),
-        )
-        embed = StartRequest(
-            engine=EngineId.LLAMA_CPP,
-            options=InstanceOptions(
-                model=str(tiny_gguf),
-                ctx_size=512,
-                served_name="tiny-embed",
-                # The tiny model declares no pooling; OpenAI-style embeddings need one.
-                extra_args=("--embeddings", "--pooling", "mean"),
-            ),
-        )
-        info = asyncio.run(start_ready(daemon, chat, READY_TIMEOUT_S))
-        embedder = asyncio.run(start_ready(daemon, embed, READY_TIMEOUT_S))
+    env = path_with(llama_server_binary)
+    with serving(root, chat, embed, env=env, ready_timeout_s=READY_TIMEOUT_S) as (
+        daemon,
+        [info, embedder],
+    ):
         client = ollama.Client(host=daemon.url, timeout=60)
         yield Served(daemon, info, embedder, client)
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def _engine_usage(served: Served, body: dict[str, object]) -> dict[str, int]:

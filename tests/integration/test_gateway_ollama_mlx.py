@@ -4,7 +4,6 @@ each ending with `done: true` and the engine's own counts."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,12 +11,9 @@ import httpx
 import ollama
 import pytest
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
-from roundhouse.api.settings import EngineSettings, Settings
-from roundhouse.base.paths import resolve_home
-from roundhouse.core.infra.settings import save_settings
-from tests.daemon_process import DaemonProcess, start_daemon, start_ready
+from roundhouse.api.instances import InstanceInfo
+from tests.daemon_process import DaemonProcess
+from tests.support.serving import mlx, mlx_home, serving
 
 READY_TIMEOUT_S = 90.0
 MESSAGES = [{"role": "user", "content": "Say hello."}]
@@ -27,24 +23,9 @@ MESSAGES = [{"role": "user", "content": "Say hello."}]
 def served(
     mlx_python: str, tiny_hf_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DaemonProcess, InstanceInfo]]:
-    root = tmp_path_factory.mktemp("gateway-ollama-mlx") / "home"
-    home = resolve_home(root)
-    home.ensure()
-    save_settings(
-        home.settings_file,
-        Settings(
-            models_dir=str(root.parent / "hub"), engines=EngineSettings(python_paths=[mlx_python])
-        ),
-    )
-    daemon = start_daemon(root)
-    try:
-        request = StartRequest(
-            engine=EngineId.MLX, options=InstanceOptions(model=str(tiny_hf_model))
-        )
-        info = asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
+    root = mlx_home(tmp_path_factory.mktemp("gateway-ollama-mlx") / "home", mlx_python)
+    with serving(root, mlx(tiny_hf_model), ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
         yield daemon, info
-    finally:
-        daemon.stop(timeout=60)
 
 
 def _engine_usage(daemon: DaemonProcess, info: InstanceInfo, max_tokens: int) -> dict[str, int]:

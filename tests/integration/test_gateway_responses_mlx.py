@@ -5,7 +5,6 @@ to the engine's own."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +15,10 @@ import openai
 import pytest
 from openai import OpenAI
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
-from roundhouse.api.settings import EngineSettings, Settings
-from roundhouse.base.paths import resolve_home
-from roundhouse.core.infra.settings import save_settings
-from tests.daemon_process import DaemonProcess, start_daemon, start_ready
+from roundhouse.api.instances import InstanceInfo
+from tests.daemon_process import DaemonProcess
 from tests.responses_stream import check_stream, parse_sse
+from tests.support.serving import mlx, mlx_home, serving
 
 READY_TIMEOUT_S = 90.0
 INSTRUCTIONS = "You are terse."
@@ -53,27 +49,11 @@ class Served:
 def served(
     mlx_python: str, tiny_hf_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    root = tmp_path_factory.mktemp("gateway-responses-mlx") / "home"
-    home = resolve_home(root)
-    home.ensure()
-    save_settings(
-        home.settings_file,
-        Settings(
-            models_dir=str(root.parent / "hub"),
-            engines=EngineSettings(python_paths=[mlx_python]),
-        ),
-    )
-    daemon = start_daemon(root)
-    try:
-        request = StartRequest(
-            engine=EngineId.MLX, options=InstanceOptions(model=str(tiny_hf_model))
-        )
-        info = asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
+    root = mlx_home(tmp_path_factory.mktemp("gateway-responses-mlx") / "home", mlx_python)
+    with serving(root, mlx(tiny_hf_model), ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
         client = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
         yield Served(daemon, info, info.models[0], client)
         client.close()
-    finally:
-        daemon.stop(timeout=60)
 
 
 def test_a_response_is_translated_and_counted_as_the_engine_counts(served: Served) -> None:

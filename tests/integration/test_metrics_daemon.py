@@ -18,15 +18,16 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from roundhouse.api.engines import EngineId, InstanceOptions
-from roundhouse.api.instances import InstanceInfo, StartRequest
+from roundhouse.api.engines import EngineId
+from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.metrics import SERIES, InstanceMetrics, MetricsSnapshot
 from roundhouse.client import DaemonClient
 from roundhouse.core.engines.metrics import parse_prometheus
-from tests.daemon_process import DaemonProcess, path_with, start_daemon, start_ready
+from tests.daemon_process import DaemonProcess, path_with, start_daemon
 from tests.fakes.ollama import start_standin
 from tests.processes import free_port
 from tests.support import cli
+from tests.support.serving import llama_cpp, serving
 
 READY_TIMEOUT_S = 60.0
 
@@ -35,18 +36,11 @@ READY_TIMEOUT_S = 60.0
 def served(
     llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DaemonProcess, InstanceInfo]]:
-    daemon = start_daemon(
-        tmp_path_factory.mktemp("metrics") / "home", env=path_with(llama_server_binary)
-    )
-    try:
-        request = StartRequest(
-            engine=EngineId.LLAMA_CPP, options=InstanceOptions(model=str(tiny_gguf), ctx_size=512)
-        )
-        info = asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
+    root = tmp_path_factory.mktemp("metrics") / "home"
+    request = llama_cpp(tiny_gguf, ctx_size=512)
+    env = path_with(llama_server_binary)
+    with serving(root, request, env=env, ready_timeout_s=READY_TIMEOUT_S) as (daemon, [info]):
         yield daemon, info
-    finally:
-        if daemon.process.poll() is None:
-            daemon.stop(timeout=60)
 
 
 def _chat(daemon: DaemonProcess, model: str, max_tokens: int) -> None:
