@@ -6,20 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.support import cli
-
-
-def keyring_env(folder: Path) -> dict[str, str]:
-    return {
-        "PYTHON_KEYRING_BACKEND": "tests.fakes.keyring_backend.FileKeyring",
-        "ROUNDHOUSE_TEST_KEYRING": str(folder / "keyring.json"),
-    }
+from tests.support.standins import keyring_env
 
 
 @pytest.fixture(scope="module")

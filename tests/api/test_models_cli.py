@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.test_gateway_cli import keyring_env, roundhouse
+from tests.api.test_gateway_cli import roundhouse
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import ACCESS_TOKEN, GATED_REPO, GGUF_REPO, MLX_REPO, OTHER_REPO
 from tests.processes import free_port
+from tests.support.standins import keyring_env
 
 
 @pytest.fixture(scope="module")

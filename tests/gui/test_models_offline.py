@@ -16,10 +16,10 @@ from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.models_page import LIBRARY_TAB, SEARCH_TAB, ModelsPage
 from roundhouse.gui.widgets.models_library_empty import EMPTY_TEXT
-from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import running_daemon
 from tests.gui.conftest import WAIT_SLACK, close_bridge, wait_until
 from tests.processes import free_port
+from tests.support.standins import keyring_env
 
 # Nothing listens at a free port (refused); a name under .invalid is never looked up (RFC 6761).
 DEAD_PORT, NO_SUCH_NAME = "refused", "lookup"

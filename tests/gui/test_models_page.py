@@ -31,12 +31,12 @@ from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.models_page import DOWNLOADS_TAB, LIBRARY_TAB, ModelsPage
 from roundhouse.gui.widgets.models_words import Tone, fit_badge, item_line
-from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import ACCESS_TOKEN, GATED_REPO, GGUF_REPO
 from tests.gui.conftest import close_bridge, wait_until
 from tests.processes import free_port
+from tests.support.standins import keyring_env
 
 Q8_FILE = "tiny-llama-Q8_0.gguf"
 

@@ -23,13 +23,13 @@ from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.settings_page import SettingsPage
-from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import ACCESS_TOKEN
 from tests.fakes.pypi import PypiStandin
 from tests.gui.conftest import close_bridge, wait_until
 from tests.processes import free_port
+from tests.support.standins import keyring_env
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.engines_page import EnginesPage
-from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_ready
 from tests.gui.conftest import wait_until
+from tests.support.standins import keyring_env
 
 KEY = "rh-use-with-test-key-0123456789abcdef"
 

@@ -20,6 +20,7 @@ from roundhouse.api.instances import InstanceInfo
 from tests.anthropic_stream import check_stream, parse_sse
 from tests.daemon_process import DaemonProcess, path_with
 from tests.support.serving import llama_cpp, serving
+from tests.support.standins import keyring_env
 
 READY_TIMEOUT_S = 60.0
 CONTEXT = 512
@@ -61,13 +62,6 @@ class Served:
         return httpx.post(
             self.daemon.url + path, json=body, headers=headers, trust_env=False, timeout=60
         )
-
-
-def keyring_env(folder: Path) -> dict[str, str]:
-    return {
-        "PYTHON_KEYRING_BACKEND": "tests.fakes.keyring_backend.FileKeyring",
-        "ROUNDHOUSE_TEST_KEYRING": str(folder / "keyring.json"),
-    }
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from tests.anthropic_stream import check_stream, parse_sse
 from tests.daemon_process import start_ready
 from tests.fixtures import engine_shapes as shapes
 from tests.fixtures.chat_templates import write_model
-from tests.security.engine_targets import daemon_with, program, sglang_python
+from tests.support.standins import daemon_with, sglang_python, vllm_standin
 
 MODEL = "qwen3-tools"
 QUESTION = "What is the weather in Paris?"
@@ -44,7 +44,7 @@ def test_a_tool_round_trip_with_thinking_through_each_engines_parsers(
     work = tmp_path / "work"
     settings = Settings(models_dir=str(work / "hub"))
     if engine == EngineId.VLLM:
-        program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+        vllm_standin(work / "bin")
         dirs = [work / "bin"]
     else:
         python = sglang_python(work)

@@ -20,7 +20,8 @@ from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.api.settings import EngineSettings, Settings
 from tests.daemon_process import DaemonProcess, start_ready
-from tests.security.engine_targets import daemon_with, program, sglang_python, started
+from tests.security.engine_targets import started
+from tests.support.standins import daemon_with, sglang_python, vllm_standin
 
 CONTEXT = 1000
 WORDS = 900
@@ -47,7 +48,7 @@ def served(
     work = tmp_path_factory.mktemp(f"budget-{engine.value}")
     settings = Settings(models_dir=str(work / "hub"))
     if engine == EngineId.VLLM:
-        program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+        vllm_standin(work / "bin")
         dirs = [work / "bin"]
     else:
         python = sglang_python(work)

@@ -15,7 +15,7 @@ import httpx
 from roundhouse.api.settings import ModelsSettings, Settings
 from roundhouse.client import DaemonClient
 from tests.fixtures.chat_templates import write_model
-from tests.security.engine_targets import daemon_with, program
+from tests.support.standins import daemon_with, vllm_standin
 
 MODEL = "Qwen3-8B"
 SHAPE = {
@@ -49,7 +49,7 @@ def test_a_safetensors_library_model_starts_on_vllm_by_name(tmp_path: Path) -> N
     (folder / "config.json").write_text(json.dumps(config))
     _weights(folder / "model.safetensors")
     work = tmp_path / "work"
-    program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+    vllm_standin(work / "bin")
     settings = Settings(
         models_dir=str(work / "hub"),
         models=ModelsSettings(library_folders=[str(tmp_path / "models")]),

@@ -22,8 +22,8 @@ import pytest
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import Preset
 from roundhouse.client import DaemonClient
-from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import DaemonProcess, path_with, start_daemon
+from tests.support.standins import keyring_env
 
 RANKER, PLAIN = "rerank-tiny", "plain-tiny"
 KEY = "rh-rerank-test-key-0123456789abcdef"

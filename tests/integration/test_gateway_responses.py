@@ -18,9 +18,9 @@ from openai import OpenAI
 
 from roundhouse.api.instances import InstanceInfo
 from tests.daemon_process import DaemonProcess, path_with
-from tests.integration.test_gateway_anthropic import keyring_env
 from tests.responses_stream import check_stream, parse_sse
 from tests.support.serving import llama_cpp, serving
+from tests.support.standins import keyring_env
 
 READY_TIMEOUT_S = 60.0
 CONTEXT = 512

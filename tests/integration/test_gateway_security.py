@@ -32,15 +32,9 @@ from roundhouse.server.gateway_listener import create_gateway_app
 from roundhouse.server.services import DaemonServices
 from tests.daemon_process import DaemonProcess, start_daemon
 from tests.processes import free_port
+from tests.support.standins import keyring_env
 
 NO_KEY_HINT = "roundhouse gateway key --generate"
-
-
-def keyring_env(folder: Path) -> dict[str, str]:
-    return {
-        "PYTHON_KEYRING_BACKEND": "tests.fakes.keyring_backend.FileKeyring",
-        "ROUNDHOUSE_TEST_KEYRING": str(folder / "keyring.json"),
-    }
 
 
 def write_gateway_settings(root: Path, **gateway: Any) -> None:

@@ -22,9 +22,9 @@ import pytest
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceOrigin, InstanceStatus, Preset
 from roundhouse.client import DaemonClient
-from tests.api.test_gateway_cli import keyring_env
 from tests.daemon_process import DaemonProcess, path_with, start_daemon
 from tests.fakes.agent_recorder import install_agents, read_record
+from tests.support.standins import keyring_env
 
 MODEL = "launch-tiny"
 KEY = "rh-launch-test-key-0123456789abcdef"

@@ -19,8 +19,8 @@ from roundhouse.api.settings import EngineSettings, Settings
 from tests.daemon_process import path_with, running_daemon, start_ready
 from tests.fixtures import engine_shapes as shapes
 from tests.fixtures.chat_templates import template, write_model
-from tests.security.engine_targets import daemon_with, program, sglang_python
 from tests.support.cli import roundhouse
+from tests.support.standins import daemon_with, sglang_python, vllm_standin
 
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 # What the daemon must add for a Qwen3 model (resources/engines/tool_parsers.toml).
@@ -43,7 +43,7 @@ def test_a_qwen3_model_gets_its_parsers_and_tool_calls_come_back_whole_and_strea
     work = tmp_path / "work"
     settings = Settings(models_dir=str(work / "hub"))
     if engine == EngineId.VLLM:
-        program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+        vllm_standin(work / "bin")
         dirs = [work / "bin"]
     else:
         python = sglang_python(work)
@@ -104,7 +104,7 @@ def test_a_qwen3_model_gets_its_parsers_and_tool_calls_come_back_whole_and_strea
 def test_the_parsers_can_be_turned_off_and_then_vllm_refuses_tools(tmp_path: Path) -> None:
     folder = write_model(tmp_path / "models" / "Qwen3-8B", "qwen3")
     work = tmp_path / "work"
-    program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+    vllm_standin(work / "bin")
     options = InstanceOptions(
         model=str(folder), served_name="plain", tool_parser="none", reasoning_parser="none"
     )

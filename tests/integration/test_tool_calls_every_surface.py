@@ -26,7 +26,7 @@ from tests.fakes.openai_engines.shapes import ARGUMENT_PIECES, REASONING_PIECES
 from tests.fixtures import engine_shapes as shapes
 from tests.fixtures.chat_templates import write_model
 from tests.responses_stream import check_stream, parse_sse
-from tests.security.engine_targets import daemon_with, program, sglang_python
+from tests.support.standins import daemon_with, sglang_python, vllm_standin
 
 SHAPES = ("llamacpp", "vllm", "sglang")
 QUESTION = "What is the weather in Paris?"
@@ -63,7 +63,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     vLLM stand-in sending llama.cpp's bytes (so the gateway translates them as a chat
     engine's; the llama.cpp engine itself would be passed these APIs through)."""
     work = tmp_path_factory.mktemp("surfaces")
-    program(work / "bin", "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+    vllm_standin(work / "bin")
     python = sglang_python(work)
     settings = Settings(models_dir=str(work / "hub"), engines=EngineSettings(python_paths=[python]))
     records = {shape: work / f"{shape}-requests.jsonl" for shape in SHAPES}

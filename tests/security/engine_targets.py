@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
-import sys
 import tarfile
-import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,15 +20,12 @@ from pathlib import Path
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.api.settings import EngineSettings, Settings
-from roundhouse.base.paths import resolve_home
-from roundhouse.core.infra.settings import save_settings
-from tests.daemon_process import DaemonProcess, running_daemon, start_ready
+from tests.daemon_process import DaemonProcess, start_ready
 from tests.engines.llama_server import SDIST_FILENAME, SOURCE_SUBDIR, server_root
-from tests.fakes.ollama import REPO_ROOT
 from tests.fakes.ollama.server import ALL_PATHS as OLLAMA_STANDIN_PATHS
 from tests.fakes.ollama.server import Options as OllamaOptions
 from tests.fakes.ollama.server import Store
-from tests.fakes.openai_engines.server import SGLANG_VERSION
+from tests.support.standins import daemon_with, program, sglang_python, vllm_standin
 
 READY_TIMEOUT_S = 120.0
 SGLANG_MODULE = "sglang.launch_server"
@@ -178,78 +172,8 @@ class Target:
         return f"http://127.0.0.1:{self.port}"
 
 
-_SCRIPT = """\
-#!{python}
-import sys
-sys.path.insert(0, {root!r})
-from {package}.__main__ import main
-sys.exit(main([{head}*sys.argv[1:]{tail}]))
-"""
-
-
-def program(folder: Path, name: str, package: str, head: str = "", tail: str = "") -> Path:
-    """An executable `folder/name` running a stand-in's main, like a pip console script."""
-    folder.mkdir(parents=True, exist_ok=True)
-    script = folder / name
-    root = str(REPO_ROOT)
-    text = _SCRIPT.format(python=sys.executable, root=root, package=package, head=head, tail=tail)
-    script.write_text(text)
-    script.chmod(0o755)
-    return script
-
-
-def sglang_python(folder: Path) -> str:
-    """A Python environment with an `sglang` distribution whose `launch_server` runs the
-    stand-in: what detection looks for in a chosen Python. Only the standard library and
-    the repository are needed, and the guard replaces PYTHONPATH, so the package sits in
-    the environment's own site-packages."""
-    venv = folder / "sglang-env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
-    package = site / "sglang"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "launch_server.py").write_text(
-        textwrap.dedent(f"""\
-            import sys
-            sys.path.insert(0, {str(REPO_ROOT)!r})
-            from tests.fakes.openai_engines.__main__ import main
-            sys.exit(main(["sglang", *sys.argv[1:]]))
-            """)
-    )
-    info = site / f"sglang-{SGLANG_VERSION}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: sglang\nVersion: {SGLANG_VERSION}\n"
-    )
-    (info / "RECORD").write_text(
-        "sglang/__init__.py,,\nsglang/launch_server.py,,\n"
-        f"sglang-{SGLANG_VERSION}.dist-info/METADATA,,\n"
-    )
-    return str(python)
-
-
 def _start(daemon: DaemonProcess, request: StartRequest) -> InstanceInfo:
     return asyncio.run(start_ready(daemon, request, READY_TIMEOUT_S))
-
-
-@contextmanager
-def daemon_with(root: Path, settings: Settings, path_dirs: list[Path]) -> Iterator[DaemonProcess]:
-    """A daemon under `root` with `settings`, finding programs in `path_dirs` first."""
-    home = resolve_home(root)
-    home.ensure()
-    save_settings(home.settings_file, settings)
-    path = ":".join([*map(str, path_dirs), "/usr/bin", "/bin"])
-    with running_daemon(root, env={"PATH": path}) as daemon:
-        yield daemon
 
 
 @contextmanager
@@ -275,7 +199,7 @@ def started(
         request = StartRequest(engine=engine, options=InstanceOptions(model=str(hf_model)))
         dirs = []
     elif engine == EngineId.VLLM:
-        program(bins, "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+        vllm_standin(bins)
         options = InstanceOptions(model="org/Tiny-Chat", served_name="vllm-tiny")
         request = StartRequest(engine=engine, options=options)
         dirs = [bins]

@@ -46,7 +46,7 @@ from tests.daemon_process import DaemonProcess, start_daemon, start_ready
 from tests.fakes.ollama.server import Options as OllamaOptions
 from tests.fakes.ollama.server import Store
 from tests.processes import free_port
-from tests.security.engine_targets import program, sglang_python
+from tests.support.standins import program, sglang_python, vllm_standin
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -106,7 +106,7 @@ def attacked(
     # The stand-ins found as the daemon finds the real engines: `vllm` and `ollama` on PATH
     # (Ollama with its model pulled), an `sglang` package in a chosen Python.
     bins = folder / "bin"
-    program(bins, "vllm", "tests.fakes.openai_engines", head="'vllm', ")
+    vllm_standin(bins)
     ollama_state = folder / "ollama-state"
     pulled = list(Store(OllamaOptions(state=ollama_state, pull_delay_s=0.0)).pull("tiny"))
     assert pulled[-1] == {"status": "success"}, pulled

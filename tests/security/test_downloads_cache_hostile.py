@@ -17,10 +17,11 @@ import pytest
 from roundhouse.api.downloads import DownloadRequest, DownloadState
 from roundhouse.core.models.downloads import UnsafeFolderError
 from roundhouse.core.models.downloads.store import QUEUE_FILE
-from tests.api.test_gateway_cli import keyring_env, roundhouse
+from tests.api.test_gateway_cli import roundhouse
 from tests.daemon_process import DaemonProcess, running_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import GGUF_REPO
+from tests.support.standins import keyring_env
 from tests.unit.models.test_downloads_server import (
     FakeHub,
     RepoFiles,

@@ -48,8 +48,9 @@ from roundhouse.server.request_guard import CONTROL_BODY_LIMIT, GATEWAY_BODY_LIM
 from roundhouse.server.services import DaemonServices
 from tests.api.test_cli import roundhouse
 from tests.daemon_process import DaemonProcess, serve_argv, start_daemon
-from tests.integration.test_gateway_security import keyring_env, lan_address, routes_of
+from tests.integration.test_gateway_security import lan_address, routes_of
 from tests.processes import free_port, wait_for
+from tests.support.standins import keyring_env
 
 EVIL = "https://evil.example"
 KEY = "rh-listener-guards-key-0123456789"

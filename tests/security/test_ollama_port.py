@@ -19,9 +19,9 @@ import pytest
 from tests.api.test_cli import roundhouse
 from tests.daemon_process import DaemonProcess, start_daemon
 from tests.fakes.ollama import start_standin
-from tests.integration.test_gateway_security import keyring_env
 from tests.processes import free_port, wait_for
 from tests.security.test_listener_guards import write_settings
+from tests.support.standins import keyring_env
 
 EVIL = "https://evil.example"
 KEY = "rh-ollama-port-key-0123456789"

@@ -65,9 +65,9 @@ def starter_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubStandin
 def starter_env(hub: HubStandin, llama_server: Path | None, folder: Path) -> dict[str, str]:
     """A daemon's environment: this Hub, llama-server on PATH (when given), a Hugging Face
     cache and a keyring in `folder`, and no Ollama (nothing answers at its address)."""
-    from tests.api.test_gateway_cli import keyring_env
     from tests.daemon_process import path_with
     from tests.processes import free_port
+    from tests.support.standins import keyring_env
 
     hub.reset()
     return {
