@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.instances import AddEndpointRequest, InstanceInfo
 from roundhouse.base.hosts import key_sent_in_clear
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
 
@@ -52,6 +53,7 @@ class AttachDialog(QDialog):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._call: Call | None = None
         self.failure: Failure | None = None
@@ -124,8 +126,7 @@ class AttachDialog(QDialog):
         self.attach_button.setEnabled(False)
         self.attach_button.setText("Checking…")
         self._call = call = self._bridge.add_endpoint(self.request())
-        call.succeeded.connect(self._on_attach_succeeded)
-        call.failed.connect(self._on_attach_failed)
+        self._ops.run(call, self._on_attach_succeeded, on_failure=self._on_attach_failed)
 
     def error_text(self) -> str:
         return self.error_label.text() if not self.error_label.isHidden() else ""

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.hub import HubTokenSource, HubTokenStatus
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 
 TOKENS_PAGE = "https://huggingface.co/settings/tokens"
 
@@ -33,6 +34,7 @@ class HubTokenDialog(QDialog):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._calls = calls
         self._call: Call | None = None
         self.setWindowTitle("Hugging Face token")
@@ -99,8 +101,7 @@ class HubTokenDialog(QDialog):
         self.error_label.hide()
         self.status_label.setText(doing)
         self.status_label.show()
-        call.succeeded.connect(self._on_call_succeeded)
-        call.failed.connect(self._on_call_failed)
+        self._ops.run(call, self._on_call_succeeded, on_failure=self._on_call_failed)
         self._update_actions()
 
     def _on_call_succeeded(self, status: HubTokenStatus) -> None:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.instances import InstanceInfo, InstanceMetrics
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.instances_model import model_name
 from roundhouse.gui.widgets.table_view import cell_text
@@ -41,6 +42,7 @@ class MetricsDialog(QDialog):
 
     def __init__(self, bridge: DaemonBridge, info: InstanceInfo, parent: QWidget | None = None):
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self.instance_id = info.id
         self._call: Call | None = None
@@ -97,8 +99,7 @@ class MetricsDialog(QDialog):
         if self._call is not None or not self._following:
             return
         self._call = call = self._bridge.instance_metrics(self.instance_id)
-        call.succeeded.connect(self._on_metrics_succeeded)
-        call.failed.connect(self._on_metrics_failed)
+        self._ops.run(call, self._on_metrics_succeeded, on_failure=self._on_metrics_failed)
 
     def _on_metrics_succeeded(self, metrics: InstanceMetrics) -> None:
         self._call = None

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.engines import EngineId, EngineSpec, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.dialogs.start_checks import MODEL_HINTS, start_problems
 from roundhouse.gui.widgets.start_defaults import StartDefaults, StartValues
@@ -59,6 +60,7 @@ class StartDialog(QDialog):
         offer_chat: bool = False,
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._call: Call | None = None
         self.file_dialog: QFileDialog | None = None
@@ -259,8 +261,7 @@ class StartDialog(QDialog):
         self.show_info("Asking the daemon to start it…")
         self._call = call = self._bridge.start_instance(self.request())
         self.start_button.setEnabled(False)
-        call.succeeded.connect(self._on_start_succeeded)
-        call.failed.connect(self._on_start_failed)
+        self._ops.run(call, self._on_start_succeeded, on_failure=self._on_start_failed)
 
     def _on_start_succeeded(self, info: InstanceInfo) -> None:
         self._call = None

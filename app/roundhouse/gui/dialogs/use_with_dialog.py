@@ -39,6 +39,7 @@ from roundhouse.api.clients import (
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.client import DaemonClient
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
 KIND_WORDS = {
@@ -73,6 +74,7 @@ class UseWithDialog(QDialog):
         self, bridge: DaemonBridge, model: str | None = None, parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._wanted = model
         self._facts: GatewayFacts | None = None
@@ -164,8 +166,7 @@ class UseWithDialog(QDialog):
             self.status.setText(self._table_error)
             return
         self._call = call = self._bridge.call("read the gateway's models and key", read_facts)
-        call.succeeded.connect(self._on_call_succeeded)
-        call.failed.connect(self._on_call_failed)
+        self._ops.run(call, self._on_call_succeeded, on_failure=self._on_call_failed)
 
     def _on_call_succeeded(self, facts: GatewayFacts) -> None:
         self._facts = facts

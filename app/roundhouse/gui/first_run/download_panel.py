@@ -13,6 +13,7 @@ from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, Downloa
 from roundhouse.api.starters import StarterOption
 from roundhouse.gui.call import Failure, Follow
 from roundhouse.gui.calls.first_run import FirstRunCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.widgets.models_download_row import DownloadRow
 
 REPAINT_MS = 250
@@ -27,6 +28,7 @@ class DownloadPanel(QWidget):
 
     def __init__(self, calls: FirstRunCalls, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._calls = calls
         self.ids: set[str] = set()
         self.rows: dict[str, DownloadRow] = {}
@@ -47,8 +49,7 @@ class DownloadPanel(QWidget):
         self.rows, self.latest, self.ids = {}, {}, set()
         self.running = True
         call = self._calls.download(option)
-        call.succeeded.connect(self._on_queued)
-        call.failed.connect(lambda failure: self._end(str(failure)))
+        self._ops.run(call, self._on_queued, on_failure=lambda failure: self._end(str(failure)))
 
     def stop_following(self) -> None:
         if self._follow is not None:

@@ -10,6 +10,7 @@ from roundhouse.api.installs import InstallJob, InstallRequest, JobState
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.starters import EngineSetupState, SetupGuide
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import engine_cost
@@ -24,6 +25,7 @@ class EngineStep(StepPage):
             "The engine is the program that runs the model. This step installs it when it is "
             "missing, and says first what that costs.",
         )
+        self._ops = Ops(self)
         self._bridge = bridge
         self.detail = QLabel()
         self.detail.setWordWrap(True)
@@ -109,8 +111,7 @@ class EngineStep(StepPage):
 
     def _reload(self, refresh: bool) -> None:
         call = self.state.calls.guide(refresh=refresh)
-        call.succeeded.connect(self._on_guide)
-        call.failed.connect(self._on_reload_failed)
+        self._ops.run(call, self._on_guide, on_failure=self._on_reload_failed)
 
     def _on_install_ended(self, job: InstallJob | None) -> None:
         if job is None or job.state != JobState.DONE:
@@ -138,8 +139,7 @@ class EngineStep(StepPage):
         self._set_busy(True)
         self.say("Connecting to Ollama (starting it if it is not running)…")
         call: Call = self.state.calls.ollama()
-        call.succeeded.connect(self._on_ollama)
-        call.failed.connect(self._on_ollama_failed)
+        self._ops.run(call, self._on_ollama, on_failure=self._on_ollama_failed)
 
     def _on_ollama(self, info: InstanceInfo) -> None:
         self.ollama = info

@@ -8,6 +8,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.starters import SetupGuide
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import engine_label
 
@@ -20,6 +21,7 @@ class HardwareStep(StepPage):
             "Roundhouse looked at the processor, memory and GPUs, and ranked the engines that "
             "run models on them. Nothing is installed or downloaded in this step.",
         )
+        self._ops = Ops(self)
         self.machine = QLabel()
         self.machine.setObjectName("sectionTitle")
         self.machine.setWordWrap(True)
@@ -45,8 +47,7 @@ class HardwareStep(StepPage):
             return
         self.say("Looking at this machine…")
         self._call = call = self.state.calls.guide()
-        call.succeeded.connect(self.show_guide)
-        call.failed.connect(self._on_guide_failed)
+        self._ops.run(call, self.show_guide, on_failure=self._on_guide_failed)
 
     def show_guide(self, guide: SetupGuide) -> None:
         self._call = None

@@ -21,6 +21,7 @@ from roundhouse.api.library import LibraryModel
 from roundhouse.api.starters import StarterList, StarterOption
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.first_run.download_panel import DownloadPanel
 from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import download_words, fit_text, shown_options, state_text
@@ -40,6 +41,7 @@ class ModelStep(StepPage):
             "The largest small model that fits comfortably is chosen; models already here "
             "come first. Sizes come from Hugging Face, or from Roundhouse's list offline.",
         )
+        self._ops = Ops(self)
         self.table = QTreeWidget()
         self.table.setHeaderLabels(COLUMNS)
         self.table.setRootIsDecorated(False)
@@ -94,8 +96,11 @@ class ModelStep(StepPage):
         self.say("Sizing the starter models for this machine…" if not offline else "Looking…")
         self.download_button.setEnabled(False)
         call = self.state.calls.starters(engine.engine.value, offline=offline)
-        call.succeeded.connect(self._on_downloaded_listed if offline else self.show_starters)
-        call.failed.connect(self._on_starters_failed)
+        self._ops.run(
+            call,
+            self._on_downloaded_listed if offline else self.show_starters,
+            on_failure=self._on_starters_failed,
+        )
         self.completeChanged.emit()
 
     def show_starters(self, starters: StarterList) -> None:
@@ -233,8 +238,7 @@ class ModelStep(StepPage):
         self.clear_problem()
         self.say(f"Importing {Path(path).name}…")
         self.importing = call = self.state.calls.import_gguf(path)
-        call.succeeded.connect(self._on_imported)
-        call.failed.connect(self._on_import_failed)
+        self._ops.run(call, self._on_imported, on_failure=self._on_import_failed)
         self._update_buttons()
 
     def _on_imported(self, model: LibraryModel) -> None:

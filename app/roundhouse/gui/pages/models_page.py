@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.downloads import DownloadQueueView
 from roundhouse.api.hub import HubModelSummary, HubTokenStatus
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.hub_token_dialog import HubTokenDialog
 from roundhouse.gui.widgets.models_details import ModelDetailsView
@@ -46,6 +47,7 @@ class ModelsPage(QWidget):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._looked = False
         self.calls = ModelsCalls(bridge)
@@ -178,8 +180,11 @@ class ModelsPage(QWidget):
 
     def _read_token_status(self) -> None:
         call = self.calls.token_status()
-        call.succeeded.connect(self._show_token_status)
-        call.failed.connect(lambda failure: self.token_label.setText(f"Token unknown: {failure}"))
+        self._ops.run(
+            call,
+            self._show_token_status,
+            on_failure=lambda failure: self.token_label.setText(f"Token unknown: {failure}"),
+        )
 
     def _show_token_status(self, status: HubTokenStatus) -> None:
         self.token_status = status

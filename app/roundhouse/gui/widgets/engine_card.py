@@ -36,6 +36,7 @@ from roundhouse.api.engines import (
 )
 from roundhouse.api.installs import InstallJob, InstallRequest
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.install_view import InstallView
@@ -102,6 +103,7 @@ class EngineCard(QGroupBox):
         self, spec: EngineSpec, bridge: DaemonBridge, parent: QWidget | None = None
     ) -> None:
         super().__init__(spec.title, parent)
+        self._ops = Ops(self)
         self.spec = spec
         self._bridge = bridge
         self._hits: list[DetectedEngine] = []
@@ -272,8 +274,11 @@ class EngineCard(QGroupBox):
     def _remove_environment(self) -> None:
         self._show_note(f"Removing the environment of {self.spec.title}…")
         self._remove_call = call = self._bridge.installs.remove_venv(self.spec.id)
-        call.succeeded.connect(lambda _: self._show_note("Removed the environment."))
-        call.failed.connect(self._on_remove_failed)
+        self._ops.run(
+            call,
+            lambda _: self._show_note("Removed the environment."),
+            on_failure=self._on_remove_failed,
+        )
         call.finished.connect(self._on_remove_finished)
         self._update_actions()
 

@@ -19,6 +19,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.installs import InstallJob, InstallProgress, InstallRequest, JobState
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
 # The view repaints from the latest job at most this often (a download reports per chunk).
@@ -70,6 +71,7 @@ class InstallView(QWidget):
 
     def __init__(self, bridge: DaemonBridge, engine: EngineId, parent: QWidget | None = None):
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self.engine = engine
         self.job: InstallJob | None = None
@@ -147,8 +149,7 @@ class InstallView(QWidget):
         self.bar.setRange(0, 0)
         self.cancel_button.setEnabled(False)
         self._start_call = call = self._bridge.installs.start(self.engine, request)
-        call.succeeded.connect(self.attach)
-        call.failed.connect(self._on_start_failed)
+        self._ops.run(call, self.attach, on_failure=self._on_start_failed)
 
     def attach(self, job: InstallJob) -> None:
         """Follow a job (one this view started, or one already running on the daemon)."""

@@ -19,6 +19,7 @@ from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, Downloa
 from roundhouse.base.units import format_bytes, format_duration
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.models_download_row import DownloadRow, item_label
 
@@ -52,6 +53,7 @@ class DownloadsPanel(QWidget):
         self, bridge: DaemonBridge, calls: ModelsCalls, parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._calls = calls
         self._follow: Follow | None = None
@@ -209,8 +211,9 @@ class DownloadsPanel(QWidget):
 
     def clear_finished(self) -> None:
         call = self._calls.clear_finished()
-        call.succeeded.connect(self.show_queue)
-        call.failed.connect(lambda failure: self._say(f"Not cleared: {failure}"))
+        self._ops.run(
+            call, self.show_queue, on_failure=lambda failure: self._say(f"Not cleared: {failure}")
+        )
 
     def _on_row_action_requested(self, item_id: str, action: str) -> None:
         if item_id in self._actions:
@@ -221,8 +224,11 @@ class DownloadsPanel(QWidget):
         self._actions[item_id] = call = send(item_id)
         if (row := self.rows.get(item_id)) is not None:
             row.set_busy(True)
-        call.succeeded.connect(self._on_action_succeeded)
-        call.failed.connect(lambda failure: self._say(f"Could not {action} it: {failure}"))
+        self._ops.run(
+            call,
+            self._on_action_succeeded,
+            on_failure=lambda failure: self._say(f"Could not {action} it: {failure}"),
+        )
         call.finished.connect(lambda: self._on_action_finished(item_id))
 
     def _on_action_succeeded(self, item: AnyDownloadItem) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from functools import partial
 
 from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.fit import FitQuery, ModelFit
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.widgets.models_words import ESTIMATING, Badge, failed_badge, fit_badge
 
 # Each estimate may read a GGUF header over HTTP: a few at once keep the daemon responsive.
@@ -35,6 +37,7 @@ class FitCache(QObject):
 
     def __init__(self, calls: ModelsCalls, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._calls = calls
         self._fits: dict[str, ModelFit] = {}
         self._failures: dict[str, Failure] = {}
@@ -88,8 +91,11 @@ class FitCache(QObject):
             call = self._calls.fit(query)
             self._in_flight[key] = call
             generation = self._generation
-            call.succeeded.connect(lambda fit, k=key, g=generation: self._on_fit(k, g, fit))
-            call.failed.connect(lambda failure, k=key, g=generation: self._on_fail(k, g, failure))
+            self._ops.run(
+                call,
+                partial(self._on_fit, key, generation),
+                on_failure=partial(self._on_fail, key, generation),
+            )
 
     def _on_fit(self, key: str, generation: int, fit: ModelFit) -> None:
         if generation == self._generation:

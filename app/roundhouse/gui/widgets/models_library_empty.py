@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.settings import patch_settings
 from roundhouse.gui.widgets.notice import Notice
 
@@ -36,6 +37,7 @@ class LibraryEmptyHint(Notice):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self.folder_dialog: QFileDialog | None = None
         self.saving: Call | None = None
@@ -77,8 +79,9 @@ class LibraryEmptyHint(Notice):
         self.folder_button.setEnabled(False)
         self.show_text(f"Adding {folder} to the library's folders…")
         self.saving = call = patch_settings(self._bridge, "add a models folder", change)
-        call.succeeded.connect(lambda _: self.folder_added.emit(folder))
-        call.failed.connect(self._on_save_failed)
+        self._ops.run(
+            call, lambda _: self.folder_added.emit(folder), on_failure=self._on_save_failed
+        )
         call.finished.connect(self._on_save_finished)
 
     def _on_save_failed(self, failure: Failure) -> None:

@@ -26,6 +26,7 @@ from roundhouse.api.hub import (
 )
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.widgets.keyed_table_model import Row
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
 from roundhouse.gui.widgets.models_fit import FitCache, repo_key
@@ -95,6 +96,7 @@ class ModelSearchView(QWidget):
 
     def __init__(self, calls: ModelsCalls, fits: FitCache, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._calls = calls
         self._fits = fits
         self._call: Call | None = None
@@ -168,8 +170,11 @@ class ModelSearchView(QWidget):
         self._call = call = self._calls.search(self.request())
         self.status_label.setText("Searching Hugging Face…")
         self.search_button.setEnabled(False)
-        call.succeeded.connect(lambda result: self._on_search_succeeded(call, result))
-        call.failed.connect(lambda failure: self._on_search_failed(call, failure))
+        self._ops.run(
+            call,
+            lambda result: self._on_search_succeeded(call, result),
+            on_failure=lambda failure: self._on_search_failed(call, failure),
+        )
 
     def select_repo(self, repo: str) -> bool:
         row = self.results.row_of(repo)

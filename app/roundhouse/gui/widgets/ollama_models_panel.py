@@ -26,6 +26,7 @@ from roundhouse.api.ollama import (
     OllamaShownModel,
 )
 from roundhouse.gui.call import Call
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.ollama_show_dialog import OllamaShowDialog
 from roundhouse.gui.widgets.confirm import ask_to_confirm
@@ -59,6 +60,7 @@ class OllamaModelsPanel(QWidget):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._instance = instance
         self._action: Call | None = None
@@ -151,8 +153,11 @@ class OllamaModelsPanel(QWidget):
             return
         self._say(f"Asking Ollama about {model.name}…")
         self._show_call = call = self._bridge.ollama.show(model.name, self._instance())
-        call.succeeded.connect(self._on_show_succeeded)
-        call.failed.connect(lambda failure: self._say(f"Not shown: {failure}"))
+        self._ops.run(
+            call,
+            self._on_show_succeeded,
+            on_failure=lambda failure: self._say(f"Not shown: {failure}"),
+        )
         call.finished.connect(self._on_show_finished)
 
     def load_selected(self) -> None:
@@ -199,8 +204,11 @@ class OllamaModelsPanel(QWidget):
     def _act(self, doing: str, done: str, call: Call) -> None:
         self._say(doing)
         self._action = call
-        call.succeeded.connect(lambda _: self._say(done))
-        call.failed.connect(lambda failure: self._say(f"{doing.rstrip('…')} failed: {failure}"))
+        self._ops.run(
+            call,
+            lambda _: self._say(done),
+            on_failure=lambda failure: self._say(f"{doing.rstrip('…')} failed: {failure}"),
+        )
         call.finished.connect(self._on_action_finished)
         self.update_actions()
 

@@ -28,6 +28,7 @@ from roundhouse.api.downloads import (
 )
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 
 REPAINT_MS = 250
@@ -77,6 +78,7 @@ class OllamaPullView(QGroupBox):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__("Pull a model", parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._instance = instance
         self.follow: Follow | None = None
@@ -140,8 +142,7 @@ class OllamaPullView(QGroupBox):
         self._adding = call = self._bridge.call(
             "queue the Ollama pull", lambda c: c.add_ollama_pull(request)
         )
-        call.succeeded.connect(self._on_add_succeeded)
-        call.failed.connect(self._on_add_failed)
+        self._ops.run(call, self._on_add_succeeded, on_failure=self._on_add_failed)
         call.finished.connect(self._on_add_finished)
         self._update_actions()
 
@@ -153,8 +154,11 @@ class OllamaPullView(QGroupBox):
         self._pausing = call = self._bridge.call(
             "pause the Ollama pull", lambda c: c.pause_download(job)
         )
-        call.succeeded.connect(self._take)
-        call.failed.connect(lambda failure: self.status.setText(f"Not paused: {failure}"))
+        self._ops.run(
+            call,
+            self._take,
+            on_failure=lambda failure: self.status.setText(f"Not paused: {failure}"),
+        )
         call.finished.connect(self._on_pause_finished)
         self._update_actions()
 

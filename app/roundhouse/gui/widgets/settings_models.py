@@ -22,6 +22,7 @@ from roundhouse.api.hardware import DiskInfo
 from roundhouse.api.settings import Settings
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.settings_path_list import PathListEditor, hint
 
@@ -50,6 +51,7 @@ class ModelsPlacesSection(QGroupBox):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Models", parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._space_call: Call | None = None
         self.dialog: QFileDialog | None = None
@@ -113,8 +115,11 @@ class ModelsPlacesSection(QGroupBox):
         asked = self.models_dir.text().strip()
         call = self._bridge.call("read the free disk space", lambda c: c.disk_space(asked))
         self._space_call = call
-        call.succeeded.connect(lambda disk: self._on_space(call, disk))
-        call.failed.connect(lambda failure: self._on_space_failed(call, failure))
+        self._ops.run(
+            call,
+            lambda disk: self._on_space(call, disk),
+            on_failure=lambda failure: self._on_space_failed(call, failure),
+        )
 
     def space_text(self) -> str:
         return self.space.text()

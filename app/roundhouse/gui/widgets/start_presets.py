@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QComboBox, QInputDialog, QPushButton, QWidget
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import Preset, PresetList
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
 NO_PRESET = "— none —"
@@ -38,6 +39,7 @@ class StartPresets(QObject):
 
     def __init__(self, bridge: DaemonBridge, form: PresetForm, parent: QWidget) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._form = form
         self._window = parent
@@ -74,8 +76,7 @@ class StartPresets(QObject):
         self._presets_key = (engine, model)
         self._presets_call = call = self._bridge.presets(engine.value, model)
         # Bound methods, not lambdas: Qt drops the connection if the dialog is gone first.
-        call.succeeded.connect(self._on_presets_loaded)
-        call.failed.connect(self._on_presets_failed)
+        self._ops.run(call, self._on_presets_loaded, on_failure=self._on_presets_failed)
 
     def _clear_presets(self) -> None:
         """No presets until the daemon has said which this engine and model have."""
@@ -109,8 +110,7 @@ class StartPresets(QObject):
         options = self._form.options()
         preset = Preset(engine=engine, model=model, name=name, options=options)
         call = self._bridge.save_preset(preset)
-        call.succeeded.connect(self._on_preset_saved)
-        call.failed.connect(self._form.show_failure)
+        self._ops.run(call, self._on_preset_saved, on_failure=self._form.show_failure)
 
     def _on_presets_loaded(self, found: PresetList) -> None:
         if self.sender() is not self._presets_call:
@@ -157,10 +157,9 @@ class StartPresets(QObject):
             return
         self._form.show_info(f"Deleting the preset “{preset.name}”…")
         call = self._bridge.delete_preset(preset.engine.value, preset.model, preset.name)
-        call.succeeded.connect(self._on_preset_deleted)
-        call.failed.connect(self._form.show_failure)
+        self._ops.run(call, self._on_preset_deleted, on_failure=self._form.show_failure)
 
-    def _on_preset_deleted(self) -> None:
+    def _on_preset_deleted(self, _result: object) -> None:
         self._form.show_info("Deleted the preset.")
         self.load_presets()
 
