@@ -145,6 +145,8 @@ class BenchPage(QWidget):
         self._timer.timeout.connect(self._repaint_progress)
         bridge.jobs_changed.connect(lambda _: self._hear_progress())
         bridge.feed_reset.connect(self._ask_progress)
+        # A model started, loaded or stopped anywhere shows in the picker at once.
+        bridge.gateway_changed.connect(self._on_models_succeeded)
         bridge.connected.connect(self.refresh)
         bridge.state_changed.connect(lambda _: self._update_actions())
         self._update_actions()
@@ -183,10 +185,14 @@ class BenchPage(QWidget):
             return
         models = self._calls.models()
         models.succeeded.connect(self._on_models_succeeded)
+        self._list_results()
+        self.ab.refresh()
+
+    def _list_results(self) -> None:
+        """The kept results (not in the change feed: listed when a run ends or is deleted)."""
         listing = self._calls.results()
         listing.succeeded.connect(self._on_results_succeeded)
         listing.failed.connect(self._fail)
-        self.ab.refresh()
 
     def _on_models_succeeded(self, listed: GatewayModelList) -> None:
         self.form.picker.set_models(listed, self.form.picker.current_model() or None)
@@ -255,7 +261,7 @@ class BenchPage(QWidget):
         if progress.state is BenchState.DONE or progress.kept:
             # A run whose requests all failed is kept too: shown with its reasons above it.
             self.show_ids([progress.id])
-            self.refresh()
+            self._list_results()
         else:
             self.say(progress.error or f"The benchmark was {progress.state.value}.")
 
@@ -266,7 +272,7 @@ class BenchPage(QWidget):
 
     def _on_ab_finished(self, ids: list[str]) -> None:
         self.show_ids(ids)
-        self.refresh()
+        self._list_results()
         self._update_actions()
 
     # -- showing, comparing ---------------------------------------------------------------
@@ -358,4 +364,4 @@ class BenchPage(QWidget):
         for bench_id in ids:
             call = self._calls.delete(bench_id)
             call.failed.connect(self._fail)
-            call.succeeded.connect(lambda _: self.refresh())
+            call.succeeded.connect(lambda _: self._list_results())

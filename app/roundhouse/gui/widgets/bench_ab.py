@@ -58,6 +58,8 @@ class AbPanel(QGroupBox):
         bridge.jobs_changed.connect(lambda _: self._hear_progress())
         bridge.feed_reset.connect(self._ask_progress)
         bridge.engines_changed.connect(self._on_engines)
+        # A model imported or deleted anywhere shows in the model lists at once.
+        bridge.library_changed.connect(self._on_library)
         self._update()
 
     @property
