@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.engines import EngineId, EnginesOverview, EngineSpec, LaunchStyle
 from roundhouse.api.installs import InstallJobList, JobState
 from roundhouse.api.instances import InstanceInfo
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.builds_dialog import BuildsDialog
 from roundhouse.gui.dialogs.start_dialog import StartDialog
@@ -34,6 +35,7 @@ class EnginesPage(QWidget):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self.cards: dict[EngineId, EngineCard] = {}
         self.start_dialog: StartDialog | None = None
@@ -201,7 +203,7 @@ class EnginesPage(QWidget):
         first = not self.cards
         self.show_overview(overview)
         if first:
-            self._bridge.installs.jobs().succeeded.connect(self._follow_running_installs)
+            self._ops.run(self._bridge.installs.jobs(), self._follow_running_installs)
         found_at = time.strftime("%H:%M:%S", time.localtime(overview.detected_at))
         self.status_label.setText(f"Engines found at {found_at}")
         self.refresh_button.setEnabled(self._bridge.state == ConnectionState.CONNECTED)

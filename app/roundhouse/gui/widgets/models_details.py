@@ -21,8 +21,9 @@ from roundhouse.api.downloads import DownloadQueueView, DownloadRequest
 from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import HubModelDetails, QuantGroup
 from roundhouse.base.units import format_bytes
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.widgets.keyed_table_model import Row
 from roundhouse.gui.widgets.link_prompt import ask_to_open
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel
@@ -82,8 +83,8 @@ class ModelDetailsView(QStackedWidget):
         super().__init__(parent)
         self._calls = calls
         self._fits = fits
-        self._call: Call | None = None
-        self._download_call: Call | None = None
+        # The page shown is the latest asked for; one download queued at a time.
+        self._ops = Ops(self, on_busy=self._update_actions)
         self.repo: str | None = None
         self.details: HubModelDetails | None = None
         empty = QLabel("Select a model to see its files and whether it fits this machine.")
@@ -175,9 +176,12 @@ class ModelDetailsView(QStackedWidget):
         self.title.setText(repo)
         self.meta.setText("Reading its page on Hugging Face…")
         self.meta.show()
-        self._call = call = self._calls.model(repo, revision)
-        call.succeeded.connect(lambda details: self._on_model_loaded(call, details))
-        call.failed.connect(lambda failure: self._on_model_failed(call, failure))
+        self._ops.run(
+            self._calls.model(repo, revision),
+            self._on_model_loaded,
+            on_failure=self._on_model_failed,
+            latest="model",
+        )
 
     def reload(self) -> None:
         if self.repo is not None:
@@ -196,24 +200,23 @@ class ModelDetailsView(QStackedWidget):
 
     def download_selected(self) -> None:
         details, group = self.details, self.selected_group()
-        if details is None or group is None or self._download_call is not None:
+        if details is None or group is None or self._ops.busy:
             return
         request = DownloadRequest(
             repo=details.id, revision=details.revision, files=[f.path for f in group.files]
         )
         self.error_label.hide()
         self.message_label.setText(f"Queueing {group.name}…")
-        self._download_call = call = self._calls.add_download(request)
-        call.succeeded.connect(lambda view: self._on_download_queued(group, view))
-        call.failed.connect(self._on_download_refused)
-        self._update_actions()
+        self._ops.run(
+            self._calls.add_download(request),
+            lambda view: self._on_download_queued(group, view),
+            on_failure=self._on_download_refused,
+            busy=True,
+        )
 
     # -- answers ------------------------------------------------------------------------
 
-    def _on_model_loaded(self, call: Call, details: HubModelDetails) -> None:
-        if call is not self._call:
-            return
-        self._call = None
+    def _on_model_loaded(self, details: HubModelDetails) -> None:
         self.details = details
         self.title.setText(details.id)
         projectors = f" · {len(details.projectors)} projector file(s)" if details.projectors else ""
@@ -241,10 +244,7 @@ class ModelDetailsView(QStackedWidget):
             self.message_label.setText("No files a local engine can run were found here.")
         self._update_actions()
 
-    def _on_model_failed(self, call: Call, failure: Failure) -> None:
-        if call is not self._call:
-            return
-        self._call = None
+    def _on_model_failed(self, failure: Failure) -> None:
         self.meta.hide()
         self._show_error(failure)
         if failure.status in (401, 403):
@@ -252,19 +252,15 @@ class ModelDetailsView(QStackedWidget):
             self.gated_box.show()
 
     def _on_download_queued(self, group: QuantGroup, view: DownloadQueueView) -> None:
-        self._download_call = None
         files = f"{group.shards} parts" if group.shards > 1 else f"{len(group.files)} file(s)"
         self.message_label.setText(
             f"Queued {group.name} ({files}, {format_bytes(group.size)}): see Downloads."
         )
-        self._update_actions()
         self.download_queued.emit(view)
 
     def _on_download_refused(self, failure: Failure) -> None:
-        self._download_call = None
         self.message_label.setText("")
         self._show_error(failure)
-        self._update_actions()
 
     def _on_fits_changed(self, key: str) -> None:
         details = self.details
@@ -317,7 +313,7 @@ class ModelDetailsView(QStackedWidget):
 
     def _update_actions(self) -> None:
         group = self.selected_group()
-        self.download_button.setEnabled(group is not None and self._download_call is None)
+        self.download_button.setEnabled(group is not None and not self._ops.busy)
         if group is not None:
             self.download_button.setText(f"Download {group.name} ({format_bytes(group.size)})")
         else:
