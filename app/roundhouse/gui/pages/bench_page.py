@@ -32,6 +32,7 @@ from roundhouse.api.bench import (
 from roundhouse.api.gateway import GatewayModelList
 from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.bench import BenchCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.connection_state import ConnectionState
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.bench_ab import AbPanel
@@ -61,6 +62,8 @@ class BenchPage(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self._calls = BenchCalls(bridge)
+        # A call's failure without a handler of its own is said on the page's status line.
+        self._ops = Ops(self, say=self.say)
         self.job: str | None = None
         self._started = 0.0
         self._progress: BenchProgress | None = None
@@ -183,16 +186,14 @@ class BenchPage(QWidget):
         """List the gateway's models and the kept results."""
         if self._bridge.state != ConnectionState.CONNECTED:
             return
-        models = self._calls.models()
-        models.succeeded.connect(self._on_models_succeeded)
+        self._ops.run(self._calls.models(), self._on_models_succeeded)
         self._list_results()
         self.ab.refresh()
 
     def _list_results(self) -> None:
         """The kept results (not in the change feed: listed when a run ends or is deleted)."""
         listing = self._calls.results()
-        listing.succeeded.connect(self._on_results_succeeded)
-        listing.failed.connect(self._fail)
+        self._ops.run(listing, self._on_results_succeeded, on_failure=self._fail)
 
     def _on_models_succeeded(self, listed: GatewayModelList) -> None:
         self.form.picker.set_models(listed, self.form.picker.current_model() or None)
@@ -211,8 +212,7 @@ class BenchPage(QWidget):
             self.say("Pick or type a model first: one the gateway serves or can start.")
             return
         call = self._calls.start(request)
-        call.succeeded.connect(self._on_started)
-        call.failed.connect(self._fail)
+        self._ops.run(call, self._on_started, on_failure=self._fail)
         self.run_button.setEnabled(False)
         call.failed.connect(lambda _: self._update_actions())
 
@@ -235,8 +235,7 @@ class BenchPage(QWidget):
         """After a reset of the feed (its events may have been missed): ask once."""
         if self.job is not None:
             call = self._calls.progress(self.job)
-            call.succeeded.connect(self._on_progress)
-            call.failed.connect(self._fail)
+            self._ops.run(call, self._on_progress, on_failure=self._fail)
 
     def _show_progress(self, progress: BenchProgress) -> None:
         self._progress = progress
@@ -294,8 +293,7 @@ class BenchPage(QWidget):
 
         for bench_id in ids:
             call = self._calls.result(bench_id)
-            call.succeeded.connect(got)
-            call.failed.connect(self._fail)
+            self._ops.run(call, got, on_failure=self._fail)
 
     def _show_failures(self) -> None:
         """The banner over the shown runs: each one with failures, its reasons and advice."""
@@ -343,8 +341,7 @@ class BenchPage(QWidget):
             self.say(f"Saved {path}")
 
         call = self._calls.export(bench_id, fmt)
-        call.succeeded.connect(write)
-        call.failed.connect(self._fail)
+        self._ops.run(call, write, on_failure=self._fail)
 
     def ask_delete(self) -> None:
         ids = self.results.selected_ids()

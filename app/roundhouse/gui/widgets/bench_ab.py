@@ -159,8 +159,7 @@ class AbPanel(QGroupBox):
             self.state.setText(f"Cannot run this A/B: {exc.errors()[0]['msg']}")
             return
         call = self._calls.start_ab(request)
-        call.succeeded.connect(self._on_started)
-        call.failed.connect(self._fail)
+        self._ops.run(call, self._on_started, on_failure=self._fail)
 
     def cancel(self) -> None:
         if self.job is not None:
@@ -187,8 +186,7 @@ class AbPanel(QGroupBox):
         """After a reset of the feed (its events may have been missed): ask once."""
         if self.job is not None:
             call = self._calls.ab_progress(self.job)
-            call.succeeded.connect(self._on_progress)
-            call.failed.connect(self._fail)
+            self._ops.run(call, self._on_progress, on_failure=self._fail)
 
     def _show(self, progress: AbProgress) -> None:
         counts = progress_words(progress.done, progress.total, progress.failed)
