@@ -1,2 +1,4 @@
-"""Helpers the tests share, written once: a clock tests move by hand, the CLI run as a process,
-and a daemon serving a tiny model for a module's tests."""
+"""Helpers the tests share, written once: a clock tests move by hand (clock), the CLI run as a
+process (cli), a daemon serving ready instances for a module's tests (serving), and the
+engine stand-ins set up where the daemon finds the real engines, with a file keyring
+(standins)."""

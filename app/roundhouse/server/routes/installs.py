@@ -63,12 +63,11 @@ async def follow_job(
     job_id: str, services: Services, installs: Installs
 ) -> AsyncIterator[ServerSentEvent]:
     """The job as a `job` event at each change, until it ends."""
-    jobs = installs
-    seen = jobs.version(job_id)
-    job = jobs.get(job_id)
+    seen = installs.version(job_id)
+    job = installs.get(job_id)
     yield event("job", job)
     while job.state == JobState.RUNNING and not services.stopping.is_set():
-        job, seen = await jobs.wait_change(job_id, seen, STREAM_HEARTBEAT_S)
+        job, seen = await installs.wait_change(job_id, seen, STREAM_HEARTBEAT_S)
         yield event("job", job)
 
 

@@ -46,9 +46,8 @@ async def get_instance(instance_id: str, instances: Instances) -> InstanceInfo:
 async def scan_instances(instances: Instances) -> InstanceList:
     """Look for engines running without Roundhouse, and probe added endpoints again. Those
     left out (another user's, listening beyond loopback) are named with why in `left_out`."""
-    service = instances
-    await service.scan_external()
-    return InstanceList(instances=service.all(), left_out=service.left_out())
+    await instances.scan_external()
+    return InstanceList(instances=instances.all(), left_out=instances.left_out())
 
 
 @router.post("/endpoints", response_model=InstanceInfo, status_code=201)
