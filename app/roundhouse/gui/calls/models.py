@@ -1,4 +1,4 @@
-"""The Models page's calls to the daemon (Hub, downloads, library, fit): each a Call or Follow.
+"""The Models page's calls to the daemon (Hub, downloads, library, fit): each a Call.
 
 Widgets reach the daemon through these, never through the client; each names what it asks
 for in words, which failures repeat ("could not <what>").
@@ -12,7 +12,7 @@ from roundhouse.api.downloads import DownloadRequest
 from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import HubSearchRequest
 from roundhouse.api.library import ImportRequest
-from roundhouse.gui.call import Call, Follow
+from roundhouse.gui.call import Call
 
 if TYPE_CHECKING:
     from roundhouse.gui.daemon_bridge import DaemonBridge
@@ -57,9 +57,9 @@ class ModelsCalls:
         """Answers with the DownloadQueueView; refused (not enough disk, ...) in words."""
         return self._bridge.call("queue the download", lambda c: c.add_download(request))
 
-    def follow_downloads(self) -> Follow:
-        """Receives the DownloadQueueView now and after each change."""
-        return self._bridge.follow("follow the downloads", lambda c: c.follow_downloads())
+    def downloads(self) -> Call:
+        """Answers with the DownloadQueueView (the change feed brings it after)."""
+        return self._bridge.call("read the download list", lambda c: c.downloads())
 
     def pause(self, item_id: str) -> Call:
         return self._bridge.call("pause the download", lambda c: c.pause_download(item_id))

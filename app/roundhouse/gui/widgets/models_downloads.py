@@ -1,6 +1,6 @@
-"""The download queue, live: one row per file or Ollama pull, fed by the daemon's stream and
-repainted at most four times a second from the latest snapshot; the stream is followed again
-if it ends."""
+"""The download queue, live: one row per file or Ollama pull, fed by the daemon's change feed
+(the bridge's store) and repainted at most four times a second from the latest snapshot; read
+once when first shown and again after the feed's reset."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, DownloadState
 from roundhouse.base.units import format_bytes, format_duration
-from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
+from roundhouse.gui.call import Call
 from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.calls.op import Ops
-from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.models_download_row import DownloadRow, item_label
 
 REPAINT_MS = 250
@@ -56,12 +56,9 @@ class DownloadsPanel(QWidget):
         self._ops = Ops(self)
         self._bridge = bridge
         self._calls = calls
-        self._follow: Follow | None = None
-        self._backoff = Backoff(first_s=1.0, max_s=30.0)
         self._latest: DownloadQueueView | None = None
         self._states: dict[str, DownloadState] | None = None
         self._actions: dict[str, Call] = {}
-        self._reported = ""
         self.rows: dict[str, DownloadRow] = {}
         self.totals_label = QLabel("Waiting for the daemon…")
         self.clear_button = QPushButton("Clear finished")
@@ -98,65 +95,49 @@ class DownloadsPanel(QWidget):
         self._repaint.setSingleShot(True)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self.paint)
-        self._retry = QTimer(self)
-        self._retry.setSingleShot(True)
-        self._retry.timeout.connect(self.follow)
         # Followed from the first time the page shows (`follow`), then while connected.
         self._wanted = False
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.downloads_changed.connect(self._on_downloads_changed)
+        bridge.feed_reset.connect(self._on_feed_reset)
         self.clear_button.setEnabled(False)
 
     # -- following ----------------------------------------------------------------------
 
     @property
     def following(self) -> bool:
-        return self._follow is not None and not self._follow.done
+        """Whether the queue shown is live: followed, and the change feed connected."""
+        return self._wanted and self._bridge.state == ConnectionState.CONNECTED
 
     def follow(self) -> None:
-        """Follow the queue from now on (a second call while following does nothing)."""
-        self._wanted = True
-        self._retry.stop()
-        if self.following or self._bridge.state != ConnectionState.CONNECTED:
-            return
-        self._follow = follow = self._calls.follow_downloads()
-        follow.received.connect(self._on_follow_received)
-        # Cancelled (the app closes, `stop`): not followed again.
-        follow.ended.connect(lambda: self._follow_again(follow, None))
-        follow.failed.connect(lambda failure: self._follow_again(follow, failure))
+        """Follow the queue from now on: read it once, then the change feed keeps it."""
+        if not self._wanted:
+            self._wanted = True
+            self._load()
 
     def stop(self) -> None:
         self._wanted = False
-        self._retry.stop()
-        if self._follow is not None:
-            self._follow.cancel()
 
-    def _on_follow_received(self, view: DownloadQueueView) -> None:
-        self._backoff.reset()
-        if self._reported:
-            self._reported = ""
-            self.message_label.setText("")
-        self.show_queue(view)
+    def _load(self) -> None:
+        if self._bridge.state == ConnectionState.CONNECTED:
+            self._ops.run(
+                self._calls.downloads(),
+                self.show_queue,
+                on_failure=lambda failure: self._say(f"The download list was not read: {failure}"),
+            )
 
-    def _follow_again(self, follow: Follow, failure: Failure | None) -> None:
-        """The stream ended while the page lives: follow again after a growing wait."""
-        connected = self._bridge.state == ConnectionState.CONNECTED
-        if follow is not self._follow or not connected or failure == NOT_CONNECTED:
-            return  # not connected: `connected` follows again
-        why = str(failure) if failure else "the daemon ended the stream"
-        if why != self._reported:
-            # Said once per reason, not at every retry.
-            self._reported = why
-            self.message_label.setText(f"The download list is not live ({why}); retrying.")
-        self._retry.start(int(self._backoff.next_delay() * 1000))
-
-    def _on_bridge_connected(self) -> None:
+    def _on_downloads_changed(self, view: DownloadQueueView) -> None:
         if self._wanted:
-            self.follow()
+            self.show_queue(view)
+
+    def _on_feed_reset(self) -> None:
+        """Changes may have been missed (a new connection, a daemon that restarted)."""
+        if self._wanted:
+            self._load()
 
     # -- showing ------------------------------------------------------------------------
 
     def show_queue(self, view: DownloadQueueView) -> None:
-        """Take a snapshot (from the stream or an action's answer); painted within 250 ms."""
+        """Take a snapshot (from the feed or an action's answer); painted within 250 ms."""
         self._latest = view
         if not self._repaint.isActive():
             self._repaint.start()
@@ -232,7 +213,7 @@ class DownloadsPanel(QWidget):
         call.finished.connect(lambda: self._on_action_finished(item_id))
 
     def _on_action_succeeded(self, item: AnyDownloadItem) -> None:
-        # Shown at once, in case the stream is slow to say it.
+        # Shown at once, in case the feed is slow to say it.
         view = self._latest
         if view is not None:
             items = [item if known.id == item.id else known for known in view.items]
