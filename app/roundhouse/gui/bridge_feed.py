@@ -31,6 +31,7 @@ from roundhouse.gui.call import Failure
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
 
+    from roundhouse.api.downloads import DownloadQueueView
     from roundhouse.api.gateway import GatewayModelList
     from roundhouse.api.instances import InstanceInfo
     from roundhouse.api.settings import Settings, UiSettings
@@ -65,6 +66,8 @@ class FeedMixin:
         self.feed_seq: int | None = None
         self.settings_full: Settings | None = None
         self.gateway_models: GatewayModelList | None = None
+        # The download queue as the feed last told it (None until it changes once).
+        self.downloads: DownloadQueueView | None = None
         self.jobs: dict[str, JobView] = {}
 
     async def _follow_feed(self) -> None:
@@ -92,6 +95,7 @@ class FeedMixin:
             case LibraryEvent(data=library):
                 self.library_changed.emit(library)
             case DownloadsEvent(data=queue):
+                self.downloads = queue
                 self.downloads_changed.emit(queue)
             case JobsEvent(data=listed):
                 before, self.jobs = self.jobs, {job.id: job for job in listed.jobs}

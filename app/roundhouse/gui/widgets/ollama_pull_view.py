@@ -27,12 +27,11 @@ from roundhouse.api.downloads import (
     OllamaPullItem,
 )
 from roundhouse.base.units import format_bytes
-from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
-from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.daemon_bridge import DaemonBridge
 
 REPAINT_MS = 250
-FOLLOW_AGAIN_MS = 1000
 BAR_STEPS = 1000
 ACTIVE = frozenset({DownloadState.QUEUED, DownloadState.DOWNLOADING, DownloadState.VERIFYING})
 
@@ -67,7 +66,7 @@ def pull_in_words(item: OllamaPullItem) -> str:
 
 
 class OllamaPullView(QGroupBox):
-    """One pull at a time, followed through the download queue's stream."""
+    """One pull at a time, followed through the download queue in the change feed."""
 
     pulled = Signal(str)  # the model, once Ollama has it
 
@@ -81,7 +80,6 @@ class OllamaPullView(QGroupBox):
         self._ops = Ops(self)
         self._bridge = bridge
         self._instance = instance
-        self.follow: Follow | None = None
         self._adding: Call | None = None
         self._pausing: Call | None = None
         self.job_id: str | None = None
@@ -115,11 +113,8 @@ class OllamaPullView(QGroupBox):
         self._repaint.setSingleShot(True)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self._paint)
-        self._again = QTimer(self)
-        self._again.setSingleShot(True)
-        self._again.setInterval(FOLLOW_AGAIN_MS)
-        self._again.timeout.connect(self._follow)
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.downloads_changed.connect(self._on_downloads_changed)
+        bridge.feed_reset.connect(self._on_feed_reset)
         self._update_actions()
 
     @property
@@ -171,7 +166,9 @@ class OllamaPullView(QGroupBox):
     def _on_add_succeeded(self, item: OllamaPullItem) -> None:
         self.job_id = item.id
         self._take(item)
-        self._follow()
+        if self._bridge.downloads is not None:
+            # The feed may have told how it went before this answer came.
+            self._on_downloads_changed(self._bridge.downloads)
 
     def _on_add_failed(self, failure: Failure) -> None:
         self.bar.hide()
@@ -185,34 +182,17 @@ class OllamaPullView(QGroupBox):
         self._pausing = None
         self._update_actions()
 
-    def _follow(self) -> None:
-        if self.follow is not None and not self.follow.done:
-            return
-        if self._bridge.state != ConnectionState.CONNECTED:
-            return  # `connected` follows again
-        self.follow = follow = self._bridge.follow(
-            "follow the Ollama pull", lambda c: c.follow_downloads()
-        )
-        follow.received.connect(self._on_follow_received)
-        # Bound slots, not lambdas: Qt drops them with this view if the stream outlives it.
-        follow.finished.connect(self._on_follow_finished)
-
-    def _on_bridge_connected(self) -> None:
-        latest = self._latest
-        if latest is not None and latest.state != DownloadState.DONE:
-            self._follow()
-
-    def _on_follow_received(self, view: DownloadQueueView) -> None:
+    def _on_downloads_changed(self, view: DownloadQueueView) -> None:
         found = next((item for item in view.ollama if item.id == self.job_id), None)
         if found is not None:
             self._take(found)
 
-    def _on_follow_finished(self) -> None:
-        # The stream ended (the daemon restarted): follow again until the pull is done.
+    def _on_feed_reset(self) -> None:
+        """Changes may have been missed (the daemon restarted): read the queue once."""
         latest = self._latest
-        ended = self.follow is not None and self.follow.done
-        if ended and latest is not None and latest.state != DownloadState.DONE:
-            self._again.start()
+        if latest is not None and latest.state != DownloadState.DONE:
+            call = self._bridge.call("follow the Ollama pull", lambda c: c.downloads())
+            self._ops.run(call, self._on_downloads_changed)
 
     def _take(self, item: OllamaPullItem) -> None:
         if item.id != self.job_id:
@@ -241,11 +221,6 @@ class OllamaPullView(QGroupBox):
                 self.bar.setRange(0, 0)
         else:
             self.bar.hide()
-        if item.state == DownloadState.DONE:
-            # Until then it is followed: a pull paused here may be resumed under Downloads.
-            self._again.stop()
-            if self.follow is not None:
-                self.follow.cancel()
         if item.state == DownloadState.DONE and (before is None or before.state != item.state):
             self.pulled.emit(item.model)
         self._update_actions()
