@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from roundhouse.api.gateway import GatewayModel, GatewayModelList, ModelState
 from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.settings import patch_settings, with_active_model
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class ActiveModel(QObject):
 
     def __init__(self, bridge: DaemonBridge) -> None:
         super().__init__()
+        self._ops = Ops(self)
         self._bridge = bridge
         self.models: list[GatewayModel] = []
         self.listed = GatewayModelList(models=[])
@@ -62,16 +64,18 @@ class ActiveModel(QObject):
         self._listing = call = self._bridge.call(
             "list the models the gateway serves", lambda c: c.gateway_models()
         )
-        call.succeeded.connect(lambda listed: self._on_listing_succeeded(listed, choices))
-        call.failed.connect(self._on_call_failed)
+        self._ops.run(
+            call,
+            lambda listed: self._on_listing_succeeded(listed, choices),
+            on_failure=self._on_call_failed,
+        )
         call.finished.connect(self._on_listing_finished)
 
     def choose(self, model: str | None) -> Call:
         """Save `model` as settings.chat.active_model; answers with the Settings saved."""
         self._choices += 1
         call = patch_settings(self._bridge, "choose the active model", with_active_model(model))
-        call.succeeded.connect(self._on_choice_saved)
-        call.failed.connect(self._on_call_failed)
+        self._ops.run(call, self._on_choice_saved, on_failure=self._on_call_failed)
         return call
 
     def find(self, model_id: str | None) -> GatewayModel | None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.instances import InstanceInfo, InstanceLogs, InstanceStatus
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.instances_model import model_name, status_in_words
 
@@ -36,6 +37,7 @@ class LogDialog(QDialog):
 
     def __init__(self, bridge: DaemonBridge, info: InstanceInfo, parent: QWidget | None = None):
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self.instance_id = info.id
         self._info = info
@@ -113,8 +115,7 @@ class LogDialog(QDialog):
         self._call = call = self._bridge.instance_logs(
             self.instance_id, since=self._since, limit=FETCH_LIMIT
         )
-        call.succeeded.connect(self._on_logs_succeeded)
-        call.failed.connect(self._on_logs_failed)
+        self._ops.run(call, self._on_logs_succeeded, on_failure=self._on_logs_failed)
 
     def _on_logs_succeeded(self, logs: InstanceLogs) -> None:
         self._call = None

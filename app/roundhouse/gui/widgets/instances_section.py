@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QGroupBox, QLabel, QMessageBox, QVBoxLayout, QWidg
 
 from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceOrigin, InstanceStatus
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.attach_dialog import AttachDialog
 from roundhouse.gui.dialogs.log_dialog import LogDialog
@@ -35,6 +36,7 @@ class InstancesSection(QGroupBox):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Running instances", parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         # Instances with an action on its way: their buttons wait for the answer.
         self._busy: dict[str, str] = {}
@@ -144,8 +146,11 @@ class InstancesSection(QGroupBox):
         doing, done = stop_verbs(info)
         self._begin(info, doing)
         call = self._bridge.stop_instance(info.id, force=force)
-        call.succeeded.connect(lambda _: self._end(info, done))
-        call.failed.connect(lambda failure: self._end(info, None, failure))
+        self._ops.run(
+            call,
+            lambda _: self._end(info, done),
+            on_failure=lambda failure: self._end(info, None, failure),
+        )
 
     def allow_presets_of_selected(self, allowed: bool) -> None:
         """Let the chosen engine Roundhouse did not start serve preset models, or not."""
@@ -159,8 +164,11 @@ class InstancesSection(QGroupBox):
             else "no longer serves the models your presets start"
         )
         call = self._bridge.allow_presets(info.id, allowed)
-        call.succeeded.connect(lambda _: self._end(info, done))
-        call.failed.connect(lambda failure: self._end(info, None, failure))
+        self._ops.run(
+            call,
+            lambda _: self._end(info, done),
+            on_failure=lambda failure: self._end(info, None, failure),
+        )
 
     def scan(self) -> None:
         """Ask the daemon to look for engines it did not start; the table shows what it found."""
@@ -169,8 +177,7 @@ class InstancesSection(QGroupBox):
         self.scan_button.setEnabled(False)
         self.message_label.setText("Looking for engines running without Roundhouse…")
         self._scan_call = call = self._bridge.scan_instances()
-        call.succeeded.connect(self._on_scan_succeeded)
-        call.failed.connect(self._on_scan_failed)
+        self._ops.run(call, self._on_scan_succeeded, on_failure=self._on_scan_failed)
         call.finished.connect(self._on_scan_finished)
 
     def open_attach_dialog(self) -> AttachDialog:
@@ -191,8 +198,11 @@ class InstancesSection(QGroupBox):
             return
         self._begin(info, "Restarting")
         call = self._bridge.restart_instance(info.id)
-        call.succeeded.connect(lambda _: self._end(info, "restarting"))
-        call.failed.connect(lambda failure: self._end(info, None, failure))
+        self._ops.run(
+            call,
+            lambda _: self._end(info, "restarting"),
+            on_failure=lambda failure: self._end(info, None, failure),
+        )
 
     def open_logs_of_selected(self) -> LogDialog | None:
         info = self.selected()

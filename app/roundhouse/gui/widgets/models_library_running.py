@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTableView, QWid
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.library import LibraryModel
 from roundhouse.gui.call import Failure
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.keyed_table_model import KeyedTableModel
 
@@ -95,6 +96,7 @@ class LibraryRunning(QObject):
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._view = view
         self._table = table
@@ -172,8 +174,11 @@ class LibraryRunning(QObject):
         self._followed.pop(info.id, None)
         self.said.emit(f"Stopping {model.name}…")
         call = self._bridge.stop_instance(info.id)
-        call.succeeded.connect(lambda _: self.said.emit(f"{model.name} stopped."))
-        call.failed.connect(lambda failure: self._on_stop_failed(info.id, model.name, failure))
+        self._ops.run(
+            call,
+            lambda _: self.said.emit(f"{model.name} stopped."),
+            on_failure=lambda failure: self._on_stop_failed(info.id, model.name, failure),
+        )
         call.finished.connect(lambda: self._stopping.discard(info.id))
         cell = self.cells.get(model_id)
         if cell is not None:

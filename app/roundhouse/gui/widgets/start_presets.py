@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QInputDialog, QPushButton, QWidget
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import Preset, PresetList
-from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
@@ -45,7 +45,6 @@ class StartPresets(QObject):
         self._window = parent
         self._presets_key: tuple[EngineId, str] | None = None
         self._choose_when_loaded: str | None = None
-        self._presets_call: Call | None = None
         self.name_dialog: QInputDialog | None = None
         self.preset_combo = QComboBox()
         self.preset_combo.setMinimumContentsLength(16)
@@ -74,14 +73,18 @@ class StartPresets(QObject):
         if engine is None or not model:
             return
         self._presets_key = (engine, model)
-        self._presets_call = call = self._bridge.presets(engine.value, model)
-        # Bound methods, not lambdas: Qt drops the connection if the dialog is gone first.
-        self._ops.run(call, self._on_presets_loaded, on_failure=self._on_presets_failed)
+        # The latest answer wins: one for an engine or model since changed is dropped.
+        self._ops.run(
+            self._bridge.presets(engine.value, model),
+            self._on_presets_loaded,
+            on_failure=self._on_presets_failed,
+            latest="presets",
+        )
 
     def _clear_presets(self) -> None:
         """No presets until the daemon has said which this engine and model have."""
         self._presets_key = None
-        self._presets_call = None
+        self._ops.forget("presets")
         self.preset_combo.clear()
         self.preset_combo.addItem(NO_PRESET, None)
         self.preset_combo.setEnabled(False)
@@ -113,8 +116,6 @@ class StartPresets(QObject):
         self._ops.run(call, self._on_preset_saved, on_failure=self._form.show_failure)
 
     def _on_presets_loaded(self, found: PresetList) -> None:
-        if self.sender() is not self._presets_call:
-            return  # the engine or the model changed since it was asked
         for preset in found.presets:
             self.preset_combo.addItem(preset.name, preset)
         self.preset_combo.setEnabled(bool(found.presets))
