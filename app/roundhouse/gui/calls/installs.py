@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.installs import InstallRequest
-from roundhouse.gui.call import Call, Follow
+from roundhouse.gui.call import Call
 
 if TYPE_CHECKING:
     from roundhouse.gui.daemon_bridge import DaemonBridge
@@ -19,14 +19,14 @@ class InstallCalls:
         self._bridge = bridge
 
     def start(self, engine: EngineId, request: InstallRequest) -> Call:
-        """Answers with the InstallJob the daemon started; follow it with `follow`."""
+        """Answers with the InstallJob the daemon started; the change feed brings the rest."""
         return self._bridge.call(
             "install an engine", lambda c: c.install_engine(engine.value, request)
         )
 
-    def follow(self, job_id: str) -> Follow:
-        """Receives the InstallJob at each change, until it ends."""
-        return self._bridge.follow("follow an install", lambda c: c.follow_install(job_id))
+    def job(self, job_id: str) -> Call:
+        """Answers with the InstallJob as it is now (the change feed brings its changes)."""
+        return self._bridge.call("follow an install", lambda c: c.install_job(job_id))
 
     def cancel(self, job_id: str) -> Call:
         return self._bridge.call("cancel an install", lambda c: c.cancel_install(job_id))

@@ -1,4 +1,8 @@
-"""One engine's install, live: the stage, bytes and rate, the chosen build, pip's output."""
+"""One engine's install, live: the stage, bytes and rate, the chosen build, pip's output.
+
+The install is a job of the daemon's job board: its changes come by the change feed (the
+bridge's store holds every job, an install's own shape inside), not by a stream of its own.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +21,9 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.installs import InstallJob, InstallProgress, InstallRequest, JobState
+from roundhouse.api.jobs import JobKind
 from roundhouse.base.units import format_bytes
-from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
@@ -75,7 +80,8 @@ class InstallView(QWidget):
         self._bridge = bridge
         self.engine = engine
         self.job: InstallJob | None = None
-        self._follow: Follow | None = None
+        # The job is followed (through the store) from `attach` until it ends.
+        self._following = False
         self._start_call: Call | None = None
         self._ended_id: str | None = None
         self._cancel_call: Call | None = None
@@ -127,6 +133,8 @@ class InstallView(QWidget):
         self._repaint.setSingleShot(True)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self._paint)
+        bridge.jobs_changed.connect(lambda _: self._hear())
+        bridge.feed_reset.connect(self._on_feed_reset)
         self.hide()
 
     @property
@@ -135,10 +143,8 @@ class InstallView(QWidget):
         if self._start_call is not None:
             return True
         if self.job is not None and self.job.state != JobState.RUNNING:
-            # Ended as soon as the daemon says so, not when its stream closes a moment later:
-            # the user may try again at once.
             return False
-        return self._follow is not None and not self._follow.done
+        return self._following
 
     def install(self, request: InstallRequest) -> None:
         """Ask the daemon to install the engine, then follow the job."""
@@ -154,14 +160,11 @@ class InstallView(QWidget):
     def attach(self, job: InstallJob) -> None:
         """Follow a job (one this view started, or one already running on the daemon)."""
         self._start_call = None
-        if self._follow is not None and not self._follow.done:
-            self._follow.cancel()
         self.job = job
+        self._following = True
         self._paint()
-        self._follow = follow = self._bridge.installs.follow(job.id)
-        follow.received.connect(self._on_follow_received)
-        follow.failed.connect(self._on_follow_failed)
-        follow.finished.connect(self._on_follow_finished)
+        # The feed may have told more (or its end) before this answer came.
+        self._hear()
 
     def cancel(self) -> None:
         if self.job is None or self.job.state != JobState.RUNNING or self._cancel_call:
@@ -244,26 +247,39 @@ class InstallView(QWidget):
 
     # -- answers ------------------------------------------------------------------------
 
-    def _on_follow_received(self, job: InstallJob) -> None:
+    def _hear(self) -> None:
+        """The job as the change feed last told it (its install shape in the job's view)."""
+        job = self.job
+        heard = self._bridge.jobs.get(job.id) if job is not None and self._following else None
+        if heard is not None and heard.kind == JobKind.INSTALL and heard.detail is not None:
+            self._take(InstallJob.model_validate(heard.detail))
+
+    def _on_feed_reset(self) -> None:
+        """Changes may have been missed (the daemon restarted): ask for the job once."""
+        job = self.job
+        if job is not None and self._following:
+            call = self._bridge.installs.job(job.id)
+            self._ops.run(call, self._take, on_failure=self._on_job_lost)
+
+    def _on_job_lost(self, failure: Failure) -> None:
+        self._following = False
+        self._repaint.stop()
+        self._show_failure(f"Lost track of the install: {failure}")
+
+    def _take(self, job: InstallJob) -> None:
+        if self.job is None or job.id != self.job.id or not self._following:
+            return
         self.job = job
         if job.state != JobState.RUNNING:
+            self._following = False
             self._repaint.stop()
             self._paint()
             self._emit_ended(job)
         elif not self._repaint.isActive():
             self._repaint.start()
 
-    def _on_follow_failed(self, failure: Failure) -> None:
-        self._show_failure(f"Lost track of the install: {failure}")
-
-    def _on_follow_finished(self) -> None:
-        self._repaint.stop()
-        self._paint()
-        if self.job is not None and self.job.state != JobState.RUNNING:
-            self._emit_ended(self.job)
-
     def _emit_ended(self, job: InstallJob) -> None:
-        # Once per job: its last event and the end of its stream both say it ended.
+        # Once per job.
         if self._ended_id != job.id:
             self._ended_id = job.id
             self.ended.emit(job)
