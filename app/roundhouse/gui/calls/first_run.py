@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from roundhouse.api.chat import NewConversation, SamplingParams, TurnRequest
 from roundhouse.api.downloads import (
     UNFINISHED_STATES,
-    DownloadQueueView,
     DownloadRequest,
     OllamaDownloadRequest,
 )
@@ -70,13 +68,14 @@ class FirstRunCalls:
 
         return self._bridge.call("queue the download", queue)
 
-    def queue(self) -> Follow:
-        """Receives the DownloadQueueView now and at each change."""
+    @property
+    def bridge(self) -> DaemonBridge:
+        """The store whose `downloads_changed` and `feed_reset` follow the queue."""
+        return self._bridge
 
-        def stream(client: DaemonClient) -> AsyncGenerator[DownloadQueueView, None]:
-            return client.follow_downloads()
-
-        return self._bridge.follow("follow the download", stream)
+    def queue(self) -> Call:
+        """Answers with the DownloadQueueView now (the change feed brings its changes)."""
+        return self._bridge.call("follow the download", lambda c: c.downloads())
 
     def act(self, item_id: str, action: str) -> Call:
         """Pause, resume or cancel one item of the queue."""

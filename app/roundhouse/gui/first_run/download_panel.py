@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from roundhouse.api.downloads import AnyDownloadItem, DownloadQueueView, DownloadState
 from roundhouse.api.starters import StarterOption
-from roundhouse.gui.call import Failure, Follow
+from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.first_run import FirstRunCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.widgets.models_download_row import DownloadRow
@@ -33,7 +33,8 @@ class DownloadPanel(QWidget):
         self.ids: set[str] = set()
         self.rows: dict[str, DownloadRow] = {}
         self.latest: dict[str, AnyDownloadItem] = {}
-        self._follow: Follow | None = None
+        # Following the queue through the bridge's store (its change feed).
+        self._following = False
         self.running = False
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
@@ -52,9 +53,20 @@ class DownloadPanel(QWidget):
         self._ops.run(call, self._on_queued, on_failure=lambda failure: self._end(str(failure)))
 
     def stop_following(self) -> None:
-        if self._follow is not None:
-            self._follow.cancel()
+        if self._following:
+            self._following = False
+            store = self._calls.bridge
+            store.downloads_changed.disconnect(self._on_queue)
+            store.feed_reset.disconnect(self._read_queue)
         self._repaint.stop()
+
+    def _read_queue(self) -> None:
+        """The queue as it is now: once at the start, and after a reset of the feed."""
+        self._ops.run(
+            self._calls.queue(),
+            self._on_queue,
+            on_failure=lambda failure: self._end(f"Lost track of it: {failure}"),
+        )
 
     def _on_queued(self, ids: set[str]) -> None:
         if not ids:
@@ -62,9 +74,12 @@ class DownloadPanel(QWidget):
             return
         self.ids = ids
         self.show()
-        self._follow = follow = self._calls.queue()
-        follow.received.connect(self._on_queue)
-        follow.failed.connect(lambda failure: self._end(f"Lost track of it: {failure}"))
+        if not self._following:
+            self._following = True
+            store = self._calls.bridge
+            store.downloads_changed.connect(self._on_queue)
+            store.feed_reset.connect(self._read_queue)
+        self._read_queue()
         self._repaint.start()
 
     def _on_queue(self, view: DownloadQueueView) -> None:
