@@ -1,11 +1,11 @@
-"""The Ollama the daemon serves or attached to: its models, loaded, shown, pulled, removed."""
+"""The Ollama the daemon serves or attached to: its models, loaded, shown and removed."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from roundhouse.api.ollama import OllamaLoadRequest
-from roundhouse.gui.call import Call, Follow
+from roundhouse.gui.call import Call
 
 if TYPE_CHECKING:
     from roundhouse.gui.daemon_bridge import DaemonBridge
@@ -28,10 +28,6 @@ class OllamaCalls:
     def show(self, model: str, instance: str | None = None) -> Call:
         """Answers with the OllamaShownModel."""
         return self._bridge.call("show a model", lambda c: c.ollama_show(model, instance))
-
-    def pull(self, model: str, instance: str | None = None) -> Follow:
-        """Receives OllamaPullProgress lines; cancelling it stops the pull."""
-        return self._bridge.follow("pull a model", lambda c: c.ollama_pull(model, instance))
 
     def load(self, request: OllamaLoadRequest, instance: str | None = None) -> Call:
         return self._bridge.call("load a model", lambda c: c.ollama_load(request, instance))
