@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QP
 from roundhouse.api.chat import ChatDelta, TurnEnded
 from roundhouse.api.starters import ServedStarter, ServeStarterRequest
 from roundhouse.gui.call import Failure, Follow
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.chat_reply import ReplyDraft, stats_line
 from roundhouse.gui.first_run.state import GuideState, StepPage
 from roundhouse.gui.first_run.words import SUGGESTED_PROMPT
@@ -29,6 +30,7 @@ class ChatStep(StepPage):
             "Roundhouse starts the model (loading takes a few seconds to a minute), then you "
             "talk to it. The chat is kept in the Chat page's history.",
         )
+        self._ops = Ops(self)
         self.prompt = QLineEdit(SUGGESTED_PROMPT)
         self.prompt.returnPressed.connect(self.send)
         self.send_button = QPushButton("Send")
@@ -73,8 +75,7 @@ class ChatStep(StepPage):
             engine=option.engine, model=option.model, ctx_size=self.state.ctx_size
         )
         call = self.state.calls.serve(request)
-        call.succeeded.connect(self._on_served)
-        call.failed.connect(self._on_serve_failed)
+        self._ops.run(call, self._on_served, on_failure=self._on_serve_failed)
         self._update_buttons()
 
     def send(self) -> None:

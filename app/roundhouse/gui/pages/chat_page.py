@@ -231,8 +231,9 @@ class ChatPage(QWidget):
     def _save(self, update: ConversationUpdate) -> None:
         assert self.conversation is not None
         call = self._calls.update(self.conversation.id, update)
-        call.succeeded.connect(self._on_saved)
-        call.failed.connect(lambda failure: self._say(f"Not saved: {failure}"))
+        self._ops.run(
+            call, self._on_saved, on_failure=lambda failure: self._say(f"Not saved: {failure}")
+        )
 
     def _on_saved(self, conversation: Conversation) -> None:
         if self.conversation is not None and conversation.id == self.conversation.id:
@@ -263,8 +264,11 @@ class ChatPage(QWidget):
         if self._bridge.state != ConnectionState.CONNECTED:
             return
         call = self._calls.conversation(conversation_id)
-        call.succeeded.connect(self._show_conversation)
-        call.failed.connect(lambda failure: self._say(f"Not opened: {failure}"))
+        self._ops.run(
+            call,
+            self._show_conversation,
+            on_failure=lambda failure: self._say(f"Not opened: {failure}"),
+        )
 
     def _show_conversation(self, conversation: Conversation) -> None:
         if self.busy or self._wanted != conversation.id:
@@ -281,8 +285,9 @@ class ChatPage(QWidget):
 
     def _on_conversations_rename_requested(self, conversation_id: str, title: str) -> None:
         call = self._calls.update(conversation_id, ConversationUpdate(title=title))
-        call.succeeded.connect(self._on_renamed)
-        call.failed.connect(lambda failure: self._say(f"Not renamed: {failure}"))
+        self._ops.run(
+            call, self._on_renamed, on_failure=lambda failure: self._say(f"Not renamed: {failure}")
+        )
         call.failed.connect(lambda _: self.refresh())
 
     def _on_renamed(self, conversation: Conversation) -> None:
@@ -295,8 +300,11 @@ class ChatPage(QWidget):
 
         def delete() -> None:
             call = self._calls.delete(conversation_id)
-            call.succeeded.connect(lambda _: self._on_deleted(conversation_id))
-            call.failed.connect(lambda failure: self._say(f"Not deleted: {failure}"))
+            self._ops.run(
+                call,
+                lambda _: self._on_deleted(conversation_id),
+                on_failure=lambda failure: self._say(f"Not deleted: {failure}"),
+            )
 
         self.confirm_box = ask_to_confirm(
             self.window(),

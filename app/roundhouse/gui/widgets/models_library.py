@@ -24,6 +24,7 @@ from roundhouse.api.library import DeleteResult, ImportRequest, LibraryList, Lib
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
@@ -67,6 +68,7 @@ class LibraryView(QWidget):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._calls = calls
         self._fits = fits
@@ -162,8 +164,11 @@ class LibraryView(QWidget):
         self._stale = False
         self.status_label.setText("Looking through the model folders…")
         self._listing = call = self._calls.library(refresh=rescan)
-        call.succeeded.connect(self._on_listed)
-        call.failed.connect(lambda failure: self.status_label.setText(f"Not listed: {failure}"))
+        self._ops.run(
+            call,
+            self._on_listed,
+            on_failure=lambda failure: self.status_label.setText(f"Not listed: {failure}"),
+        )
         call.finished.connect(self._on_listing_finished)
         self._update_actions()
 
