@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess, path_with, running_daemon, start_daemon
 
 # The real llama-server (built by .ci/build-llama-server) and the tiny model the tests write;
 # the local Hugging Face Hub (tests/fakes/hub).
@@ -65,3 +65,10 @@ def daemon(home_root: Path) -> Iterator[DaemonProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+@pytest.fixture
+def llama_daemon(llama_server_binary: Path, home_root: Path) -> Iterator[DaemonProcess]:
+    """A real daemon whose PATH finds the real llama-server; its engines stop with it."""
+    with running_daemon(home_root, env=path_with(llama_server_binary)) as proc:
+        yield proc

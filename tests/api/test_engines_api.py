@@ -3,35 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from roundhouse.api.engines import EngineId, EnginesOverview
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess
 from tests.support.cli import roundhouse
 
 
-@pytest.fixture
-def daemon_with_llama_server(
-    home_root: Path, llama_server_binary: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[DaemonProcess]:
-    # The daemon inherits PATH: the built llama-server is then "installed on PATH".
-    monkeypatch.setenv("PATH", f"{llama_server_binary.parent}{os.pathsep}{os.environ['PATH']}")
-    proc = start_daemon(home_root)
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
 def test_engines_route_lists_the_catalog_and_finds_llama_server(
-    daemon_with_llama_server: DaemonProcess, llama_server_binary: Path
+    llama_daemon: DaemonProcess, llama_server_binary: Path
 ) -> None:
-    daemon = daemon_with_llama_server
+    daemon = llama_daemon
     response = httpx.get(
         f"{daemon.url}/api/v1/engines",
         headers={"Authorization": f"Bearer {daemon.token}"},
@@ -54,12 +38,12 @@ def test_engines_route_lists_the_catalog_and_finds_llama_server(
     assert all(m.why for m in overview.detection.missing)
 
 
-def test_cli_engines_table_and_json(daemon_with_llama_server: DaemonProcess) -> None:
-    as_json = roundhouse(daemon_with_llama_server, "engines", "list", "--json")
+def test_cli_engines_table_and_json(llama_daemon: DaemonProcess) -> None:
+    as_json = roundhouse(llama_daemon, "engines", "list", "--json")
     assert as_json.returncode == 0, as_json.stderr
     found = json.loads(as_json.stdout)["detection"]["found"]
     assert any(e["id"] == "llama.cpp" for e in found)
-    table = roundhouse(daemon_with_llama_server, "engines", "--refresh")
+    table = roundhouse(llama_daemon, "engines", "--refresh")
     assert table.returncode == 0, table.stderr
     assert "llama.cpp" in table.stdout and "found" in table.stdout
     assert "not found" in table.stdout  # vLLM and SGLang cannot be installed here

@@ -28,7 +28,6 @@ from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.event_loop import GuiEventLoop, install_asyncgen_hooks
 from roundhouse.gui.pages.settings_page import SettingsPage
 from roundhouse.gui.widgets.gateway_settings import GatewaySettingsSection
-from tests.daemon_process import DaemonProcess, path_with, running_daemon
 
 GUI_DIR = Path(__file__).parent
 # What the offscreen platform says about features it lacks: not a defect of ours.
@@ -131,13 +130,6 @@ def _await_chain(task: asyncio.Task[object]) -> str:
         )
     lines.append(f"  waiting for {getattr(task, '_fut_waiter', None)!r}")
     return "\n".join(lines)
-
-
-@pytest.fixture
-def llama_daemon(llama_server_binary: Path, home_root: Path) -> Iterator[DaemonProcess]:
-    """A real daemon whose PATH finds the real llama-server; its engines stop with it."""
-    with running_daemon(home_root, env=path_with(llama_server_binary)) as proc:
-        yield proc
 
 
 @pytest.fixture

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 
@@ -17,27 +14,11 @@ from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.engines_page import EnginesPage
-from tests.daemon_process import DaemonProcess, start_daemon
+from tests.daemon_process import DaemonProcess
 from tests.engines.llama_server import find_llama_server
 from tests.gui.conftest import wait_until
 
 RUNNABLE = [s.id for s in load_catalog().engines if s.id != EngineId.OPENAI_COMPATIBLE]
-
-
-@pytest.fixture
-def daemon_with_llama_server(
-    monkeypatch: pytest.MonkeyPatch, home_root: Path
-) -> Iterator[DaemonProcess]:
-    """A daemon whose PATH starts with the folder of the real llama-server (it inherits PATH)."""
-    binary = find_llama_server()
-    if binary is None:
-        pytest.skip("no llama-server built: run .ci/build-llama-server or set the env var")
-    monkeypatch.setenv("PATH", f"{binary.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = start_daemon(home_root)
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def _engines_page(ui: Ui) -> EnginesPage:
@@ -66,9 +47,9 @@ def test_page_comes_after_hardware_and_waits_for_the_daemon(
 
 
 def test_page_lists_every_runnable_engine_and_finds_llama_server(
-    qapp: QApplication, qloop: qasync.QEventLoop, daemon_with_llama_server: DaemonProcess
+    qapp: QApplication, qloop: qasync.QEventLoop, llama_daemon: DaemonProcess
 ) -> None:
-    ui, page = _open(qapp, daemon_with_llama_server)
+    ui, page = _open(qapp, llama_daemon)
     failures: list[str] = []
     ui.bridge.engines_failed.connect(failures.append)
 
