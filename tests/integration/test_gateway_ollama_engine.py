@@ -12,23 +12,17 @@ import ollama
 import pytest
 
 from roundhouse.client import DaemonClient
-from tests.daemon_process import DaemonProcess, start_daemon
-from tests.fakes.launchers import start_ollama_serve
+from tests.daemon_process import DaemonProcess
 from tests.fakes.ollama import OllamaStandin
-from tests.processes import free_port
+from tests.support.standins import ollama_attached
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture
 def attached(tmp_path: Path) -> Iterator[tuple[DaemonProcess, OllamaStandin]]:
-    standin = start_ollama_serve(tmp_path / "ollama", free_port())
-    daemon = start_daemon(tmp_path / "home", env={"OLLAMA_HOST": f"127.0.0.1:{standin.port}"})
-    try:
-        yield daemon, standin
-    finally:
-        daemon.stop(timeout=60)
-        standin.stop()
+    with ollama_attached(tmp_path) as attached:
+        yield attached
 
 
 def test_an_ollama_engines_model_through_ollamas_api(

@@ -17,22 +17,16 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceOrigin
 from roundhouse.api.ollama import OllamaLoadRequest
 from roundhouse.client import ApiError, DaemonClient
-from tests.daemon_process import DaemonProcess, start_daemon
-from tests.fakes.launchers import start_ollama_serve
+from tests.daemon_process import DaemonProcess
 from tests.fakes.ollama import OllamaStandin
-from tests.processes import free_port
 from tests.support import cli
+from tests.support.standins import ollama_attached
 
 
 @pytest.fixture
 def attached(tmp_path: Path) -> Iterator[tuple[DaemonProcess, OllamaStandin]]:
-    standin = start_ollama_serve(tmp_path / "ollama", free_port())
-    daemon = start_daemon(tmp_path / "home", env={"OLLAMA_HOST": f"127.0.0.1:{standin.port}"})
-    try:
-        yield daemon, standin
-    finally:
-        daemon.stop(timeout=60)
-        standin.stop()
+    with ollama_attached(tmp_path) as attached:
+        yield attached
 
 
 def test_models_through_the_daemon(attached: tuple[DaemonProcess, OllamaStandin]) -> None:

@@ -14,9 +14,11 @@ from pathlib import Path
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.core.infra.settings import save_settings
-from tests.daemon_process import DaemonProcess, running_daemon
-from tests.fakes.ollama import REPO_ROOT
+from tests.daemon_process import DaemonProcess, running_daemon, start_daemon
+from tests.fakes.launchers import start_ollama_serve
+from tests.fakes.ollama import REPO_ROOT, OllamaStandin
 from tests.fakes.openai_engines.server import SGLANG_VERSION
+from tests.processes import free_port
 
 
 def keyring_env(folder: Path) -> dict[str, str]:
@@ -100,3 +102,16 @@ def daemon_with(root: Path, settings: Settings, path_dirs: list[Path]) -> Iterat
     path = ":".join([*map(str, path_dirs), "/usr/bin", "/bin"])
     with running_daemon(root, env={"PATH": path}) as daemon:
         yield daemon
+
+
+@contextmanager
+def ollama_attached(folder: Path) -> Iterator[tuple[DaemonProcess, OllamaStandin]]:
+    """`ollama serve`'s stand-in on a free port and a daemon under `folder` whose OLLAMA_HOST
+    names it; both stopped after."""
+    standin = start_ollama_serve(folder / "ollama", free_port())
+    daemon = start_daemon(folder / "home", env={"OLLAMA_HOST": f"127.0.0.1:{standin.port}"})
+    try:
+        yield daemon, standin
+    finally:
+        daemon.stop(timeout=60)
+        standin.stop()
