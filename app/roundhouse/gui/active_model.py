@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from roundhouse.api.gateway import GatewayModel, GatewayModelList, ModelState
 from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.gateway import GatewayCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.settings import patch_settings, with_active_model
 
@@ -38,6 +39,7 @@ class ActiveModel(QObject):
         super().__init__()
         self._ops = Ops(self)
         self._bridge = bridge
+        self._gateway = GatewayCalls(bridge)
         self.models: list[GatewayModel] = []
         self.listed = GatewayModelList(models=[])
         self.active: str | None = None
@@ -61,9 +63,7 @@ class ActiveModel(QObject):
             return
         self._again = False
         choices = self._choices
-        self._listing = call = self._bridge.call(
-            "list the models the gateway serves", lambda c: c.gateway_models()
-        )
+        self._listing = call = self._gateway.models()
         self._ops.run(
             call,
             lambda listed: self._on_listing_succeeded(listed, choices),

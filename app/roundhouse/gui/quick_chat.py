@@ -31,6 +31,8 @@ from roundhouse.api.chat import (
 )
 from roundhouse.gui.active_model import ActiveModel
 from roundhouse.gui.call import Call, Failure, Follow
+from roundhouse.gui.calls.chat import ChatCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.quick_chat_exchange import Exchange, Turn
 from roundhouse.gui.widgets.active_model_line import ActiveModelLine
 from roundhouse.gui.widgets.reply_scroll import ReplyScroll
@@ -61,6 +63,8 @@ class QuickChatWindow(QWidget):
         self.setObjectName("quickChat")
         self.setWindowTitle("Quick chat — Roundhouse")
         self._bridge = bridge
+        self._calls = ChatCalls(bridge)
+        self._ops = Ops(self)
         self._main = main_window
         self._active = active_model
         self._geometry_store = geometry_store
@@ -146,7 +150,7 @@ class QuickChatWindow(QWidget):
         self._turn, self._turn_id, self._asked = turn, None, model
         # Not saved: quick chat's exchange lasts until New, or moves whole with Open in chat.
         request = self.exchange.request(model, self.params)
-        self.follow = follow = self._bridge.follow("ask the model", lambda c: c.chat_turn(request))
+        self.follow = follow = self._calls.turn(request)
         follow.received.connect(self._on_follow_received)
         follow.failed.connect(self._on_follow_failed)
         follow.cancelled.connect(self._on_follow_cancelled)
@@ -179,9 +183,7 @@ class QuickChatWindow(QWidget):
         if turn_id is None:
             self.follow.cancel()
             return
-        call = self._bridge.call("stop the reply", lambda c: c.stop_chat_turn(turn_id))
-        # Not found: the reply ended meanwhile, and its end is on the way.
-        call.failed.connect(lambda _failure: None)
+        self._ops.run(self._calls.stop_turn(turn_id), on_failure=self._on_stop_failed)
 
     def clear(self) -> None:
         if self.streaming:
@@ -230,12 +232,12 @@ class QuickChatWindow(QWidget):
             return
         new = self.exchange.conversation(self.model)
         self.status_label.setText("Moving the exchange to the chat…")
-        self._moving = call = self._bridge.call(
-            "move the exchange to the chat", lambda c: c.create_chat(new)
-        )
-        call.succeeded.connect(self._on_moved)
-        call.failed.connect(
-            lambda failure: self.status_label.setText(f"Not moved to the chat: {failure}")
+        self._moving = call = self._ops.run(
+            self._calls.create(new),
+            self._on_moved,
+            on_failure=lambda failure: self.status_label.setText(
+                f"Not moved to the chat: {failure}"
+            ),
         )
         call.finished.connect(self._on_move_finished)
         self._update_actions()
@@ -247,6 +249,12 @@ class QuickChatWindow(QWidget):
         self.reply.show_now()
         self._main.show_chat(conversation.id)
         self.hide()
+
+    def _on_stop_failed(self, failure: Failure) -> None:
+        # Not found: the reply ended meanwhile, and its end is on the way. Anything else is
+        # said: the reply may still be running.
+        if failure.status != 404:
+            self.status_label.setText(f"Not stopped: {failure}")
 
     def _on_move_finished(self) -> None:
         self._moving = None

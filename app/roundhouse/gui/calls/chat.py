@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roundhouse.api.chat import ConversationUpdate, TurnRequest
+from roundhouse.api.chat import ConversationUpdate, NewConversation, TurnRequest
 from roundhouse.gui.call import Call, Follow
 
 if TYPE_CHECKING:
@@ -29,6 +29,10 @@ class ChatCalls:
         return self._bridge.call(
             "save the conversation", lambda c: c.update_chat(conversation_id, update)
         )
+
+    def create(self, new: NewConversation) -> Call:
+        """Answers with the Conversation kept (its messages too)."""
+        return self._bridge.call("move the exchange to the chat", lambda c: c.create_chat(new))
 
     def delete(self, conversation_id: str) -> Call:
         return self._bridge.call(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roundhouse.api.downloads import DownloadRequest
+from roundhouse.api.downloads import DownloadRequest, OllamaDownloadRequest
 from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import HubSearchRequest
 from roundhouse.api.library import ImportRequest
@@ -60,6 +60,10 @@ class ModelsCalls:
     def downloads(self) -> Call:
         """Answers with the DownloadQueueView (the change feed brings it after)."""
         return self._bridge.call("read the download list", lambda c: c.downloads())
+
+    def add_ollama_pull(self, request: OllamaDownloadRequest) -> Call:
+        """Answers with the OllamaPullItem queued; it runs in the queue like a download."""
+        return self._bridge.call("queue the Ollama pull", lambda c: c.add_ollama_pull(request))
 
     def pause(self, item_id: str) -> Call:
         return self._bridge.call("pause the download", lambda c: c.pause_download(item_id))

@@ -34,6 +34,10 @@ class SettingsCalls:
         """Answers with the Settings in force."""
         return self._bridge.call("read the settings", lambda c: c.settings())
 
+    def disk_space(self, path: str) -> Call:
+        """Answers with the DiskInfo of the volume `path` is on (or would be)."""
+        return self._bridge.call("read the free disk space", lambda c: c.disk_space(path))
+
 
 def patch_settings(bridge: DaemonBridge, what: str, change: Callable[[Settings], Settings]) -> Call:
     """Answers with the Settings saved; a refusal (422, or start at login failing) in words."""

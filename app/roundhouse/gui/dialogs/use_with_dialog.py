@@ -7,8 +7,6 @@ until the user asks to see it; Copy always copies the real settings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
@@ -36,9 +34,8 @@ from roundhouse.api.clients import (
     client_text,
     mask_key,
 )
-from roundhouse.api.gateway import GatewayModelList
-from roundhouse.client import DaemonClient
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.gateway import GatewayCalls, GatewayFacts
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
@@ -53,20 +50,6 @@ NO_KEY_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class GatewayFacts:
-    """What the panel fills the table with: the daemon's address, the models, the key."""
-
-    root: str
-    models: GatewayModelList
-    key: str | None
-
-
-async def read_facts(client: DaemonClient) -> GatewayFacts:
-    models = await client.gateway_models()
-    return GatewayFacts(root=client.base_url, models=models, key=await client.gateway_key())
-
-
 class UseWithDialog(QDialog):
     """A model, a list of clients and the chosen client's settings, with Copy buttons."""
 
@@ -76,6 +59,7 @@ class UseWithDialog(QDialog):
         super().__init__(parent)
         self._ops = Ops(self)
         self._bridge = bridge
+        self._calls = GatewayCalls(bridge)
         self._wanted = model
         self._facts: GatewayFacts | None = None
         self._call: Call | None = None
@@ -165,7 +149,7 @@ class UseWithDialog(QDialog):
         if self._table_error is not None:
             self.status.setText(self._table_error)
             return
-        self._call = call = self._bridge.call("read the gateway's models and key", read_facts)
+        self._call = call = self._calls.facts()
         self._ops.run(call, self._on_call_succeeded, on_failure=self._on_call_failed)
 
     def _on_call_succeeded(self, facts: GatewayFacts) -> None:

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.gateway import GatewayKey, GatewayStatus
 from roundhouse.api.settings import GatewaySettings
 from roundhouse.gui.call import Call, Failure
-from roundhouse.gui.calls.gateway import GatewayKeyCalls
+from roundhouse.gui.calls.gateway import GatewayCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
@@ -69,7 +69,7 @@ class GatewaySettingsSection(QGroupBox):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__("Gateway", parent)
-        self._calls = GatewayKeyCalls(bridge)
+        self._calls = GatewayCalls(bridge)
         self._ops = Ops(self, on_busy=self._update_buttons)
         self.status: GatewayStatus | None = None
         self.confirm_box: QMessageBox | None = None

@@ -28,6 +28,7 @@ from roundhouse.api.downloads import (
 )
 from roundhouse.base.units import format_bytes
 from roundhouse.gui.call import Call, Failure
+from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 
@@ -79,6 +80,7 @@ class OllamaPullView(QGroupBox):
         super().__init__("Pull a model", parent)
         self._ops = Ops(self)
         self._bridge = bridge
+        self._calls = ModelsCalls(bridge)
         self._instance = instance
         self._adding: Call | None = None
         self._pausing: Call | None = None
@@ -134,9 +136,7 @@ class OllamaPullView(QGroupBox):
         self.bar.setRange(0, 0)
         self.bar.show()
         request = OllamaDownloadRequest(model=model, instance=self._instance())
-        self._adding = call = self._bridge.call(
-            "queue the Ollama pull", lambda c: c.add_ollama_pull(request)
-        )
+        self._adding = call = self._calls.add_ollama_pull(request)
         self._ops.run(call, self._on_add_succeeded, on_failure=self._on_add_failed)
         call.finished.connect(self._on_add_finished)
         self._update_actions()
@@ -146,9 +146,7 @@ class OllamaPullView(QGroupBox):
         job = self.job_id
         if job is None or not self.running or self._pausing is not None:
             return
-        self._pausing = call = self._bridge.call(
-            "pause the Ollama pull", lambda c: c.pause_download(job)
-        )
+        self._pausing = call = self._calls.pause(job)
         self._ops.run(
             call,
             self._take,
@@ -191,8 +189,7 @@ class OllamaPullView(QGroupBox):
         """Changes may have been missed (the daemon restarted): read the queue once."""
         latest = self._latest
         if latest is not None and latest.state != DownloadState.DONE:
-            call = self._bridge.call("follow the Ollama pull", lambda c: c.downloads())
-            self._ops.run(call, self._on_downloads_changed)
+            self._ops.run(self._calls.downloads(), self._on_downloads_changed)
 
     def _take(self, item: OllamaPullItem) -> None:
         if item.id != self.job_id:

@@ -113,7 +113,7 @@ class ModelsPlacesSection(QGroupBox):
         """Ask the daemon for the free space where the form says models go."""
         self._space_timer.stop()
         asked = self.models_dir.text().strip()
-        call = self._bridge.call("read the free disk space", lambda c: c.disk_space(asked))
+        call = self._bridge.settings.disk_space(asked)
         self._space_call = call
         self._ops.run(
             call,
