@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 
 from roundhouse.api.library import LibraryList
-from roundhouse.core.models.library import LibraryPlaces, LibraryService
 from roundhouse.core.models.library.gguf_probe import probe_gguf
+from roundhouse.core.models.library.places import LibraryPlaces
+from roundhouse.core.models.library.service import LibraryService
 from tests.fixtures.models.gguf_headers import KNOWN_MODELS, write_known_gguf
 from tests.unit.models.library_layouts import hf_cache_repo, write_safetensors_model
 

@@ -11,8 +11,9 @@ import pytest
 
 from roundhouse.api.library import LibraryList, LibraryModel
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.models.library import LibraryPlaces, LibraryService
 from roundhouse.core.models.library.delete import UnsafeDeleteError
+from roundhouse.core.models.library.places import LibraryPlaces
+from roundhouse.core.models.library.service import LibraryService
 from tests.unit.models.library_layouts import (
     COMMIT,
     OTHER_COMMIT,

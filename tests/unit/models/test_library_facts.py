@@ -9,8 +9,10 @@ import os
 import struct
 from pathlib import Path
 
-from roundhouse.core.models.library import FactsCache, LibraryPlaces, LibraryService, ModelFacts
+from roundhouse.core.models.library.facts import FactsCache, ModelFacts
 from roundhouse.core.models.library.gguf_probe import probe_gguf
+from roundhouse.core.models.library.places import LibraryPlaces
+from roundhouse.core.models.library.service import LibraryService
 from tests.unit.models.library_layouts import write_gguf, write_safetensors, write_safetensors_model
 
 

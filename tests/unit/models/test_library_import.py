@@ -10,8 +10,9 @@ import pytest
 
 from roundhouse.api.library import ImportRequest, LibraryModel, LibrarySource
 from roundhouse.core.errors import ConflictError, InvalidInputError, NotFoundError
-from roundhouse.core.models.library import LibraryPlaces, LibraryService, library_places
 from roundhouse.core.models.library.importer import import_gguf
+from roundhouse.core.models.library.places import LibraryPlaces, library_places
+from roundhouse.core.models.library.service import LibraryService
 from tests.unit.models.library_layouts import write_gguf
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from roundhouse.api.library import LibraryList
 from roundhouse.core.knowledge.gguf import GgufError, read_gguf_header, read_gguf_metadata
-from roundhouse.core.models.library import LibraryPlaces, LibraryService
 from roundhouse.core.models.library.gguf_probe import probe_gguf, probe_gguf_quick
+from roundhouse.core.models.library.places import LibraryPlaces
+from roundhouse.core.models.library.service import LibraryService
 from tests.fixtures.models.gguf_headers import LLAMA_3_1_8B, QWEN_3_30B_A3B, write_known_gguf
 from tests.unit.models.library_layouts import gguf_parameters, write_gguf
 

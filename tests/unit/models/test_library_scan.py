@@ -16,12 +16,9 @@ from roundhouse.api.library import LibraryList, LibraryModel, LibrarySource
 from roundhouse.api.ollama import OllamaModel, OllamaModelDetails
 from roundhouse.core.engines.ollama_api import OllamaNotRunningError
 from roundhouse.core.errors import NotFoundError
-from roundhouse.core.models.library import (
-    LibraryPlaces,
-    LibraryService,
-    OllamaAccess,
-    library_places,
-)
+from roundhouse.core.models.library.ollama_source import OllamaAccess
+from roundhouse.core.models.library.places import LibraryPlaces, library_places
+from roundhouse.core.models.library.service import LibraryService
 from tests.fakes.hub.build import GGUF_REPO, HF_REPO, MLX_REPO
 from tests.unit.models.library_layouts import (
     COMMIT,
