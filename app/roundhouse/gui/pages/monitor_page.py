@@ -20,6 +20,7 @@ from roundhouse.api.metrics import MetricsHistory, MetricsSnapshot
 from roundhouse.api.settings import UiSettings
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
 from roundhouse.gui.calls.monitor import MonitorCalls
+from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import Backoff, ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.monitor_buffer import MetricsBuffer
 from roundhouse.gui.widgets.monitor_charts import MonitorCharts
@@ -42,6 +43,7 @@ class MonitorPage(QWidget):
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._ops = Ops(self)
         self._bridge = bridge
         self._calls = MonitorCalls(bridge)
         self.buffer = MetricsBuffer(WINDOWS[DEFAULT_WINDOW][1])
@@ -155,14 +157,16 @@ class MonitorPage(QWidget):
 
     def _load_history(self) -> None:
         """Fill the window from the daemon's history; live ticks continue after it."""
-        self.history_call = call = self._calls.history(self.window_s)
-        call.succeeded.connect(lambda history: self._on_history_loaded(call, history))
-        call.failed.connect(
-            lambda failure: self.status_label.setText(f"No history to show: {failure}")
+        # The latest answer wins: the window may change before an older one comes.
+        self.history_call = self._ops.run(
+            self._calls.history(self.window_s),
+            self._on_history_loaded,
+            on_failure=lambda failure: self.status_label.setText(f"No history to show: {failure}"),
+            latest="history",
         )
 
-    def _on_history_loaded(self, call: Call, history: MetricsHistory) -> None:
-        if call is not self.history_call or history.window_s != self.window_s:
+    def _on_history_loaded(self, history: MetricsHistory) -> None:
+        if history.window_s != self.window_s:
             return  # the window changed meanwhile: a newer answer is on its way
         self.buffer.load_history(history)
         self.history_loads += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QItemSelection, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -68,12 +69,12 @@ class LibraryView(QWidget):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self._ops = Ops(self)
+        # One action at a time (import, delete): the buttons wait while it runs.
+        self._ops = Ops(self, on_busy=self._update_actions)
         self._bridge = bridge
         self._calls = calls
         self._fits = fits
         self._listing: Call | None = None
-        self._action: Call | None = None
         self._stale = True
         self.listed: LibraryList | None = None
         self.confirm_box: QMessageBox | None = None
@@ -263,11 +264,14 @@ class LibraryView(QWidget):
         box.open()
 
     def import_file(self, path: str) -> None:
-        if self._action is not None or not path:
+        if self._ops.busy or not path:
             return
         name = Path(path).name
-        call = self._act(f"Importing {name}…", self._calls.import_gguf(ImportRequest(path=path)))
-        call.succeeded.connect(lambda model: self._say(f"Imported {model.name}."))
+        self._act(
+            f"Importing {name}…",
+            self._calls.import_gguf(ImportRequest(path=path)),
+            lambda model: self._say(f"Imported {model.name}."),
+        )
 
     def _on_file_dialog_finished(self) -> None:
         box, self.file_dialog = self.file_dialog, None
@@ -279,13 +283,13 @@ class LibraryView(QWidget):
     def delete_selected(self) -> None:
         """Ask the daemon what deleting would free, then ask the user."""
         model = self.selected()
-        if model is None or self._action is not None:
+        if model is None or self._ops.busy:
             return
-        call = self._act(
+        self._act(
             f"Working out what deleting {model.name} frees…",
             self._calls.delete(model.id, dry_run=True),
+            self._confirm_delete,
         )
-        call.succeeded.connect(self._confirm_delete)
 
     def _confirm_delete(self, plan: DeleteResult) -> None:
         self._say("")
@@ -300,8 +304,7 @@ class LibraryView(QWidget):
         )
 
     def _delete(self, plan: DeleteResult) -> None:
-        call = self._act(f"Deleting {plan.name}…", self._calls.delete(plan.id))
-        call.succeeded.connect(self._on_deleted)
+        self._act(f"Deleting {plan.name}…", self._calls.delete(plan.id), self._on_deleted)
 
     def _on_deleted(self, result: DeleteResult) -> None:
         self.last_deleted = result
@@ -360,22 +363,19 @@ class LibraryView(QWidget):
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _act(self, doing: str, call: Call) -> Call:
+    def _act(self, doing: str, call: Call, on_success: Callable[[Any], None]) -> None:
         """One action at a time: its failure said in the message line. The list after it
         comes by the change feed (the daemon publishes the library it changed)."""
         self._say(doing)
-        self._action = call
-        call.failed.connect(lambda failure: self._on_action_failed(doing, failure))
-        call.finished.connect(self._on_action_finished)
-        self._update_actions()
-        return call
+        self._ops.run(
+            call,
+            on_success,
+            on_failure=lambda failure: self._on_action_failed(doing, failure),
+            busy=True,
+        )
 
     def _on_action_failed(self, doing: str, failure: Failure) -> None:
         self._say(f"{doing.rstrip('…')} failed: {failure}")
-
-    def _on_action_finished(self) -> None:
-        self._action = None
-        self._update_actions()
 
     def _on_fits_changed(self, key: str) -> None:
         model_id = key.removeprefix("library:")
@@ -397,7 +397,7 @@ class LibraryView(QWidget):
 
     def _update_actions(self) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
-        idle = connected and self._action is None
+        idle = connected and not self._ops.busy
         chosen = self.selected() is not None
         self.refresh_button.setEnabled(connected and self._listing is None)
         self.import_button.setEnabled(idle)
