@@ -359,6 +359,8 @@ class BenchPage(QWidget):
 
     def delete(self, ids: list[str]) -> None:
         for bench_id in ids:
-            call = self._calls.delete(bench_id)
-            call.failed.connect(self._fail)
-            call.succeeded.connect(lambda _: self._list_results())
+            self._ops.run(
+                self._calls.delete(bench_id),
+                lambda _: self._list_results(),
+                on_failure=self._fail,
+            )
