@@ -79,6 +79,7 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
     async def scenario() -> None:
         page = await _connected(ui)
         section = page.instances
+        assert ui.bridge.feed_seq is not None, "the page's instances come by the change feed"
         assert section.model.rowCount() == 0 and section.message_label.text() == EMPTY_TEXT
         card = page.card(EngineId.LLAMA_CPP)
         assert card.start_button.isVisible()

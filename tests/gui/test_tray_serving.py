@@ -42,6 +42,7 @@ def test_the_tray_follows_serves_and_stops(
         tray = _tray(ui.tray)
         await connect(ui)
         assert not ui.window.isVisible()
+        assert ui.bridge.feed_seq is not None, "the tray's instances come by the change feed"
         # The daemon lists engines other programs (other tests) run on this machine too.
         if not ui.bridge.instances:
             await wait_until(lambda: tray.tray_state == TrayState.CONNECTED, 5, "idle")
