@@ -118,9 +118,9 @@ class EngineStep(StepPage):
             self._set_busy(False)
             self.say("The install did not finish: see below. Try again, or skip the guide.")
             return
-        # The daemon looked for engines again when the install ended: read what it found.
+        # The daemon looked for engines again when the install ended: read what it found
+        # (the bridge's engines follow by themselves: the change feed says the job ended).
         self._reload(refresh=False)
-        self._bridge.reload_engines()
 
     def _on_guide(self, guide: SetupGuide) -> None:
         self._set_busy(False)
