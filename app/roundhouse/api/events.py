@@ -2,10 +2,10 @@
 
 Each event carries the whole state of its kind as the kind's own route returns it (the
 instance list, the settings, the library, the download queue, the jobs, the gateway's
-models), so a follower replaces what it holds instead of applying a difference. A `reset`
-says that what the follower holds may be stale (it is new, its resume point fell out of
-the daemon's window, or the daemon restarted): load every kind again, then apply the
-events after it.
+models, the engines found, each engine's count of output lines), so a follower replaces
+what it holds instead of applying a difference. A `reset` says that what the follower
+holds may be stale (it is new, its resume point fell out of the daemon's window, or the
+daemon restarted): load every kind again, then apply the events after it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from roundhouse.api.downloads import DownloadQueueView
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.gateway import GatewayModelList
-from roundhouse.api.instances import InstanceList
+from roundhouse.api.instances import InstanceList, LogCounts
 from roundhouse.api.jobs import JobList
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
@@ -33,6 +34,8 @@ class EventKind(StrEnum):
     GATEWAY = "gateway"
     SETTINGS = "settings"
     LIBRARY = "library"
+    ENGINES = "engines"
+    LOGS = "logs"
 
 
 class ResetReason(StrEnum):
@@ -102,6 +105,22 @@ class GatewayEvent(_Event):
     data: GatewayModelList
 
 
+class EnginesEvent(_Event):
+    """The engines were detected again (at start, after an install, a build switched or
+    removed, an environment removed, or a client asked): the whole overview."""
+
+    kind: Literal[EventKind.ENGINES] = EventKind.ENGINES
+    data: EnginesOverview
+
+
+class LogsEvent(_Event):
+    """An instance's output grew: how many lines each one's process wrote (the lines
+    themselves are read with `GET /api/v1/instances/{id}/logs?since=`)."""
+
+    kind: Literal[EventKind.LOGS] = EventKind.LOGS
+    data: LogCounts
+
+
 FeedEvent = Annotated[
     ResetEvent
     | InstancesEvent
@@ -109,12 +128,21 @@ FeedEvent = Annotated[
     | LibraryEvent
     | DownloadsEvent
     | JobsEvent
-    | GatewayEvent,
+    | GatewayEvent
+    | EnginesEvent
+    | LogsEvent,
     Field(discriminator="kind"),
 ]
 # An event of state (not a reset).
 StateEvent = (
-    InstancesEvent | SettingsEvent | LibraryEvent | DownloadsEvent | JobsEvent | GatewayEvent
+    InstancesEvent
+    | SettingsEvent
+    | LibraryEvent
+    | DownloadsEvent
+    | JobsEvent
+    | GatewayEvent
+    | EnginesEvent
+    | LogsEvent
 )
 
 FEED_EVENT: TypeAdapter[FeedEvent] = TypeAdapter(FeedEvent)

@@ -151,6 +151,22 @@ class InstanceLogs(_Frozen):
     path: str | None = None
 
 
+class LogCount(_Frozen):
+    """How many lines an instance's running process wrote: the `next` that
+    `GET /api/v1/instances/{id}/logs` would answer at the end of its output."""
+
+    id: str
+    generation: int = Field(ge=0, description="which process of the instance (see InstanceLogs)")
+    lines: int = Field(ge=0)
+
+
+class LogCounts(_Frozen):
+    """The line counts of every instance whose output the daemon holds (the change feed's
+    `logs` kind): counts only, never the lines."""
+
+    instances: list[LogCount]
+
+
 class Preset(_Frozen):
     """Named options saved for one model on one engine."""
 

@@ -6,19 +6,22 @@ import time
 from typing import Any
 
 from roundhouse.api.downloads import DownloadQueueView
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.events import (
     DownloadsEvent,
+    EnginesEvent,
     FeedEvent,
     GatewayEvent,
     InstancesEvent,
     JobsEvent,
     LibraryEvent,
+    LogsEvent,
     ResetEvent,
     ResetReason,
     SettingsEvent,
 )
 from roundhouse.api.gateway import GatewayModelList, ModelState
-from roundhouse.api.instances import InstanceList
+from roundhouse.api.instances import InstanceList, LogCounts
 from roundhouse.api.jobs import ENDED_STATES, JobList
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
@@ -61,6 +64,10 @@ class EventLines:
             return downloads_line(event.data)
         if isinstance(event, JobsEvent):
             return jobs_line(event.data)
+        if isinstance(event, EnginesEvent):
+            return engines_line(event.data)
+        if isinstance(event, LogsEvent):
+            return logs_line(event.data)
         assert isinstance(event, GatewayEvent)
         return gateway_line(event.data)
 
@@ -146,3 +153,18 @@ def gateway_line(listing: GatewayModelList) -> str:
     if listing.active_model:
         words.append(f"active {listing.active_model}")
     return "; ".join(words)
+
+
+def engines_line(overview: EnginesOverview) -> str:
+    found = overview.detection.found
+    if not found:
+        return "detected: no engine found"
+    each = [f"{e.id.value} {e.version}" if e.version else e.id.value for e in found]
+    return f"detected: {_count(len(found), 'engine')} found: " + ", ".join(each)
+
+
+def logs_line(counts: LogCounts) -> str:
+    if not counts.instances:
+        return "no engine output held"
+    each = [f"{c.id} {_count(c.lines, 'line')}" for c in counts.instances]
+    return "output: " + ", ".join(each)

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from roundhouse.api.downloads import DownloadQueueView
+from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.events import EventKind
-from roundhouse.api.instances import InstanceList
+from roundhouse.api.instances import InstanceList, LogCounts
 from roundhouse.api.jobs import JobList
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
@@ -65,6 +66,23 @@ class ChangeFeed:
             return board.listing()
 
         self._run("jobs", relay(self.feed, EventKind.JOBS, job_list, [board.changes]))
+        state = services.state
+
+        async def engines_overview() -> EnginesOverview | None:
+            return state.engines_detected
+
+        self._run(
+            "engines",
+            relay(self.feed, EventKind.ENGINES, engines_overview, [state.engines_changes]),
+        )
+
+        async def log_counts() -> LogCounts:
+            return instances.log_counts()
+
+        # Counts only, never lines: a follower reads the new lines with the log route. An
+        # instance that comes or restarts changes its count's generation.
+        log_sources = [instances.log_changes, instances.changes]
+        self._run("logs", relay(self.feed, EventKind.LOGS, log_counts, log_sources))
 
     async def _relay_models(self, services: DaemonServices) -> None:
         """The library and the download queue, once the model services are open."""

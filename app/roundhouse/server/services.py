@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from roundhouse.core.engines.install.jobs import InstallJobs
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway.key import GatewayKeyStore
 from roundhouse.core.hardware.sampler import Sampler
+from roundhouse.core.infra.changes import Changes
 from roundhouse.core.infra.jobs import JobBoard
 from roundhouse.core.infra.settings import save_settings
 from roundhouse.core.instances.service import InstanceService
@@ -30,6 +32,8 @@ from roundhouse.server.feed_wiring import ChangeFeed
 if TYPE_CHECKING:
     from roundhouse.server.gateway_listener import SecondListener
     from roundhouse.server.models_wiring import ModelsOpening
+
+log = logging.getLogger(__name__)
 
 # Called with the settings in force, so a changed list of Pythons counts at the next refresh.
 EngineDetector = Callable[[Settings], EnginesOverview]
@@ -59,6 +63,9 @@ class DaemonState:
     _inventory_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _engines: EnginesOverview | None = None
     _engines_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Touched each time the engines are detected (the change feed's engines kind).
+    engines_changes: Changes = field(default_factory=Changes)
+    _detections: set[asyncio.Task[EnginesOverview]] = field(default_factory=set)
 
     async def inventory(self, refresh: bool = False) -> HardwareInventory:
         """The inventory, collected once in a worker thread and cached until refreshed."""
@@ -73,7 +80,25 @@ class DaemonState:
         async with self._engines_lock:
             if self._engines is None or refresh:
                 self._engines = await asyncio.to_thread(self.detect_engines, self.settings)
+                self.engines_changes.touch()
             return self._engines
+
+    def detect_engines_soon(self) -> None:
+        """Detect the engines again in the background (the settings name other Pythons);
+        the change feed tells every client what was found."""
+        task = asyncio.create_task(self.engines(refresh=True), name="engine-detection")
+        self._detections.add(task)
+        task.add_done_callback(self._detected)
+
+    def _detected(self, task: asyncio.Task[EnginesOverview]) -> None:
+        self._detections.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("Detecting the engines again failed", exc_info=task.exception())
+
+    @property
+    def engines_detected(self) -> EnginesOverview | None:
+        """The engines as last detected; None while the first detection runs."""
+        return self._engines
 
 
 @dataclass

@@ -76,6 +76,8 @@ class InstanceTable:
         self.entries: dict[str, InstanceEntry] = {}
         # Touched whenever an entry comes, goes or changes what it shows (the change feed).
         self.changes = Changes()
+        # Touched when an engine this daemon runs writes output (the feed's line counts).
+        self.log_changes = Changes()
 
     def get(self, instance_id: str) -> InstanceEntry:
         try:

@@ -13,6 +13,7 @@ from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.engines.launch import keyless
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.infra.ports import free_port
+from roundhouse.core.infra.thread_touch import ThreadTouch
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.memory import InventoryGetter, MemoryReader
@@ -148,6 +149,8 @@ class InstanceRunner:
 
     def _spawned(self, entry: InstanceEntry, process: EngineProcess) -> None:
         _on_spawn(entry, process)
+        # Its output is read by a thread: each burst of lines is heard on the loop.
+        process.log.on_lines = ThreadTouch(self._table.log_changes, asyncio.get_running_loop())
         self._table.changes.touch()
 
 

@@ -22,6 +22,8 @@ from roundhouse.api.instances import (
     InstanceMetrics,
     InstanceOrigin,
     InstanceStatus,
+    LogCount,
+    LogCounts,
     StartRequest,
 )
 from roundhouse.core.engines.launch import build_launch, keyless
@@ -81,6 +83,8 @@ class InstanceService:
         self.health_interval_s = HEALTH_INTERVAL_S
         # Touched whenever an instance comes, goes or changes what it shows.
         self.changes = self._table.changes
+        # Touched when an engine this daemon runs writes output (see log_counts).
+        self.log_changes = self._table.log_changes
 
     # -- start --------------------------------------------------------------------------
 
@@ -151,6 +155,16 @@ class InstanceService:
         """Output lines numbered after `since`: from memory, or from the log file for an
         instance an earlier daemon started (its output stopped reaching us then)."""
         return read_logs(self._table.get(instance_id), since, limit)
+
+    def log_counts(self) -> LogCounts:
+        """How many lines each engine this daemon runs has written (counts, not lines)."""
+        return LogCounts(
+            instances=[
+                LogCount(id=entry.id, generation=entry.generation, lines=entry.process.log.count)
+                for entry in self._table.entries.values()
+                if entry.process is not None
+            ]
+        )
 
     def running_pids(self) -> set[int]:
         """Pids of the engines this daemon runs (started or adopted), not external ones."""

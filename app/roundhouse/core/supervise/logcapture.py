@@ -7,7 +7,7 @@ import logging.handlers
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -41,6 +41,9 @@ class LogCapture:
         self._closed = False
         # Lines ever added: the sequence number of the newest line, for followers.
         self._count = 0
+        # Called after lines are added (from the pump's thread), so followers hear of them
+        # without reading again on a clock; it must be cheap and thread-safe.
+        self.on_lines: Callable[[], None] | None = None
 
     def add(self, line: str) -> None:
         self.add_lines([line])
@@ -61,6 +64,9 @@ class LogCapture:
             # A record without args is written as-is: a % in engine output is no format.
             record = logging.makeLogRecord({"msg": _stamped(lines), "levelno": logging.INFO})
             self._handler.handle(record)
+        notify = self.on_lines
+        if notify is not None:
+            notify()
 
     def tail(self, lines: int = 20) -> tuple[str, ...]:
         with self._lock:

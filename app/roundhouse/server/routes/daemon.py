@@ -56,6 +56,10 @@ async def put_settings(new: Settings, services: Services, gateway: TheGateway) -
             apply_autostart, new.ui.start_at_login, command, entry_for_platform()
         )
     save_settings(services.home.settings_file, new)
-    services.settings = new
+    before, services.settings = services.settings, new
+    if new.engines.python_paths != before.engines.python_paths:
+        # Pythons count at the next detection: look in them now; the change feed says what
+        # was found, to the app and `roundhouse events` alike.
+        services.state.detect_engines_soon()
     await services.settings_changed()
     return new
