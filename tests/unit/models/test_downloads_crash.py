@@ -35,13 +35,13 @@ async def main() -> None:
     if not service.view().items:
         await service.add(DownloadRequest(repo="org/model", files=["m.gguf"]))
     while True:
-        seen = service.version
+        seen = service.changes.version
         (item,) = service.view().items
         print(json.dumps({"state": item.state.value, "bytes": item.bytes_done}), flush=True)
         if item.state not in (DownloadState.QUEUED, DownloadState.DOWNLOADING,
                               DownloadState.VERIFYING):
             break
-        await service.wait_change(seen, 0.2)
+        await service.changes.wait(seen, 0.2)
     await service.close()
 
 asyncio.run(main())

@@ -15,6 +15,7 @@ from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.errors import NotFoundError
 from roundhouse.core.models.downloads import GatedRepoError, NotEnoughSpaceError
 from roundhouse.core.models.downloads.store import QUEUE_FILE
+from roundhouse.core.models.queue import follow_queue
 from tests.unit.models.test_downloads_server import (
     COMMIT,
     FakeHub,
@@ -276,7 +277,7 @@ def test_the_queue_keeps_a_bounded_number_of_finished_items(rig: Rig) -> None:
             await wait_state(service, item.id, DownloadState.DONE)
         async with asyncio.timeout(10):  # each finished file prunes the list after it
             while len(service.view().items) > 10 or service.view().totals.active:
-                await service.wait_change(service.version, 0.1)
+                await service.changes.wait(service.changes.version, 0.1)
         assert len(service.view().items) == 10
         await service.close()
         again = rig.service()
@@ -295,7 +296,7 @@ def test_progress_stream_is_throttled_and_ends_done(rig: Rig) -> None:
         views: list[DownloadQueueView] = []
 
         async def follow() -> None:
-            async for view in service.subscribe(interval_s=0.1):
+            async for view in follow_queue(service.view, [service.changes], interval_s=0.1):
                 views.append(view)
                 if view.items and all(i.state == DownloadState.DONE for i in view.items):
                     return

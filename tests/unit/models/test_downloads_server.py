@@ -393,14 +393,14 @@ async def wait_state(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within_s
     while True:
-        seen = service.version
+        seen = service.changes.version
         item = service.get(item_id)
         if item.state in states:
             return item
         left = deadline - loop.time()
         if left <= 0:
             raise AssertionError(f"{item_id} stayed {item.state}: {item.error}")
-        await service.wait_change(seen, min(left, 0.1))
+        await service.changes.wait(seen, min(left, 0.1))
 
 
 async def wait_bytes(
@@ -409,10 +409,10 @@ async def wait_bytes(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within_s
     while True:
-        seen = service.version
+        seen = service.changes.version
         item = service.get(item_id)
         if item.bytes_done >= at_least:
             return item
         if loop.time() > deadline:
             raise AssertionError(f"{item_id} has {item.bytes_done} bytes, not {at_least}")
-        await service.wait_change(seen, 0.1)
+        await service.changes.wait(seen, 0.1)

@@ -7,7 +7,6 @@ import pytest
 from roundhouse.api.downloads import DownloadQueueView, DownloadState, DownloadTotals
 from roundhouse.api.ollama import OllamaPullProgress
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.models.ollama_pulls.follow import combine
 from roundhouse.core.models.ollama_pulls.jobs import (
     PullJob,
     apply_step,
@@ -15,6 +14,7 @@ from roundhouse.core.models.ollama_pulls.jobs import (
     item_of,
 )
 from roundhouse.core.models.ollama_pulls.records import PullEntry
+from roundhouse.core.models.queue import combine
 
 
 def entry(state: DownloadState = DownloadState.DOWNLOADING) -> PullEntry:

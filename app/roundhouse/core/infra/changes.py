@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 
 
 class Changes:
@@ -25,3 +26,21 @@ class Changes:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._event.wait(), timeout_s)
         return self.version
+
+
+async def any_change(sources: Sequence[Changes], seen: list[int], timeout_s: float) -> list[int]:
+    """The sources' versions once any differs from `seen` (or after `timeout_s`)."""
+    if any(source.version != version for source, version in zip(sources, seen, strict=True)):
+        return [source.version for source in sources]
+    waits = [
+        asyncio.ensure_future(source.wait(version, timeout_s))
+        for source, version in zip(sources, seen, strict=True)
+    ]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+    return [source.version for source in sources]
+

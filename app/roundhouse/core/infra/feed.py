@@ -21,7 +21,7 @@ from functools import cached_property
 
 from pydantic import BaseModel
 
-from roundhouse.core.infra.changes import Changes
+from roundhouse.core.infra.changes import Changes, any_change
 
 log = logging.getLogger(__name__)
 
@@ -199,20 +199,3 @@ async def relay(
         while (now := await any_change(sources, seen, IDLE_WAIT_S)) == seen:
             pass
         seen = now
-
-
-async def any_change(sources: Sequence[Changes], seen: list[int], timeout_s: float) -> list[int]:
-    """The sources' versions once any differs from `seen` (or after `timeout_s`)."""
-    if any(source.version != version for source, version in zip(sources, seen, strict=True)):
-        return [source.version for source in sources]
-    waits = [
-        asyncio.ensure_future(source.wait(version, timeout_s))
-        for source, version in zip(sources, seen, strict=True)
-    ]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
-        await asyncio.gather(*waits, return_exceptions=True)
-    return [source.version for source in sources]

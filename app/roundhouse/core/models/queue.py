@@ -7,20 +7,75 @@ server's start.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from roundhouse.api.downloads import (
+    UNFINISHED_STATES,
     AnyDownloadItem,
+    DownloadItem,
     DownloadQueueView,
     DownloadRequest,
+    DownloadState,
+    DownloadTotals,
     OllamaPullItem,
 )
-from roundhouse.core.models.ollama_pulls.follow import Changing, combine, follow_queue
+from roundhouse.core.infra.changes import Changes, any_change
 
 if TYPE_CHECKING:
     from roundhouse.core.models.downloads.service import DownloadService
     from roundhouse.core.models.ollama_pulls.service import OllamaPulls
+
+
+_ACTIVE = (DownloadState.DOWNLOADING, DownloadState.VERIFYING)
+_MOVING = (DownloadState.QUEUED, DownloadState.DOWNLOADING)
+
+
+def totals_of(items: Sequence[DownloadItem | OllamaPullItem]) -> DownloadTotals:
+    unfinished = [item for item in items if item.state in UNFINISHED_STATES]
+    moving = [item for item in items if item.state in _MOVING]
+    speed = sum(item.speed_bps for item in items)
+    left = sum(item.remaining_bytes for item in moving)
+    stalled = any(item.stalled for item in moving)
+    return DownloadTotals(
+        items=len(items),
+        active=sum(item.state in _ACTIVE for item in items),
+        queued=sum(item.state == DownloadState.QUEUED for item in items),
+        unfinished_bytes=sum(item.size for item in unfinished),
+        unfinished_done_bytes=sum(item.bytes_done for item in unfinished),
+        speed_bps=speed,
+        eta_s=left / speed if speed > 0 and not stalled else (0.0 if left == 0 else None),
+    )
+
+
+def combine(view: DownloadQueueView, pulls: list[OllamaPullItem]) -> DownloadQueueView:
+    """The Hub queue's view with the Ollama pulls added, totals over both."""
+    if not pulls:
+        return view
+    totals = totals_of([*view.items, *pulls])
+    return view.model_copy(update={"ollama": pulls, "totals": totals})
+
+
+async def follow_queue(
+    view: Callable[[], DownloadQueueView],
+    sources: Sequence[Changes],
+    interval_s: float = 0.25,
+    heartbeat_s: float = 15.0,
+) -> AsyncIterator[DownloadQueueView]:
+    """The view now, then after each change of any source at most every `interval_s`; every
+    second while something downloads (speed and stall move with time alone), and at least
+    every `heartbeat_s`."""
+    seen = [source.version for source in sources]
+    latest = view()
+    yield latest
+    while True:
+        await asyncio.sleep(interval_s)
+        states = [i.state for i in latest.items] + [i.state for i in latest.ollama]
+        busy = DownloadState.DOWNLOADING in states
+        seen = await any_change(sources, seen, 1.0 if busy else heartbeat_s)
+        latest = view()
+        yield latest
 
 
 class DownloadQueue:
@@ -48,10 +103,10 @@ class DownloadQueue:
 
     async def follow(self) -> AsyncIterator[DownloadQueueView]:
         """The view now, then after each change of either queue (at most 4 per second)."""
-        sources: list[Changing] = [self._downloads()]
+        sources = [self._downloads().changes]
         pulls = self._pulls()
         if pulls is not None:
-            sources.append(pulls)
+            sources.append(pulls.changes)
         async for view in follow_queue(self.view, sources):
             yield view
 

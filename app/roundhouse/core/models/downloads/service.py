@@ -11,7 +11,7 @@ import asyncio
 import logging
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -27,6 +27,7 @@ from roundhouse.api.downloads import (
 from roundhouse.api.jobs import JobKind
 from roundhouse.api.settings import ModelsSettings
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
+from roundhouse.core.infra.changes import Changes
 from roundhouse.core.infra.jobs import JobBoard, JobMirror
 from roundhouse.core.infra.transfer.fetch import Clock, Sleep, TransferPolicy, new_session
 from roundhouse.core.infra.transfer.writer import Opener
@@ -152,26 +153,9 @@ class DownloadService:
         return item_of(self._book.live(item_id), self._monotonic())
 
     @property
-    def version(self) -> int:
-        """Counts changes; `wait_change(version, ...)` returns once there is a newer one."""
-        return self._book.changes.version
-
-    async def wait_change(self, seen: int, timeout_s: float) -> int:
-        return await self._book.changes.wait(seen, timeout_s)
-
-    async def subscribe(
-        self, interval_s: float = 0.25, heartbeat_s: float = 15.0
-    ) -> AsyncIterator[DownloadQueueView]:
-        """The queue now, then after each change at most every `interval_s` (4 Hz); every
-        second while a file downloads (speed and stall move with time alone), and at least
-        every `heartbeat_s`."""
-        seen = self.version
-        yield self.view()
-        while True:
-            await asyncio.sleep(interval_s)
-            busy = any(live.running for live in self._book.lives.values())
-            seen = await self.wait_change(seen, 1.0 if busy else heartbeat_s)
-            yield self.view()
+    def changes(self) -> Changes:
+        """Touched on every change of the queue: the queue users see follows it."""
+        return self._book.changes
 
     # -- actions -----------------------------------------------------------------------------
 

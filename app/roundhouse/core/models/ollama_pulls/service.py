@@ -119,11 +119,9 @@ class OllamaPulls:
         return item_id in self.jobs
 
     @property
-    def version(self) -> int:
-        return self._changes.version
-
-    async def wait_change(self, seen: int, timeout_s: float) -> int:
-        return await self._changes.wait(seen, timeout_s)
+    def changes(self) -> Changes:
+        """Touched on every change of a pull: the queue users see follows it."""
+        return self._changes
 
     # -- actions -----------------------------------------------------------------------------
 
