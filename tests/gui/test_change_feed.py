@@ -1,28 +1,32 @@
 """The app's store follows the daemon's change feed, against a real daemon: an engine started
-by another client shows on the Engines page with no listing asked for, and a broken stream
-resumes after the last event it applied (no reset, nothing missed)."""
+by another client shows on the Engines page with no listing asked for, a broken stream
+resumes after the last event it applied (no reset, nothing missed), and the log window reads
+a running llama-server's new lines when the feed's count moves, not on a clock."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.events import FeedEvent
-from roundhouse.api.instances import InstanceList, StartRequest
+from roundhouse.api.instances import InstanceList, InstanceLogs, InstanceStatus, StartRequest
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient, DaemonUnreachableError
 from roundhouse.gui.app import Ui
 from roundhouse.gui.backoff import Backoff
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.dialogs.log_dialog import LogDialog
 from roundhouse.gui.pages.engines_page import EnginesPage
-from tests.daemon_process import DaemonProcess
+from tests.daemon_process import DaemonProcess, wait_settled
 from tests.gui.conftest import close_bridge, wait_until
 
 
@@ -147,3 +151,87 @@ def test_a_broken_feed_resumes_after_its_last_event(
         qloop.run_until_complete(scenario())
     finally:
         close_bridge(qloop, bridge)
+
+
+def test_the_log_window_shows_new_lines_when_the_feed_says_so_not_on_a_clock(
+    ui: Ui,
+    qloop: qasync.QEventLoop,
+    llama_daemon: DaemonProcess,
+    tiny_gguf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[float] = []
+    read_logs = DaemonClient.instance_logs
+
+    async def counting(
+        self: DaemonClient, instance_id: str, since: int = 0, limit: int = 500
+    ) -> InstanceLogs:
+        reads.append(time.monotonic())
+        return await read_logs(self, instance_id, since, limit)
+
+    monkeypatch.setattr(DaemonClient, "instance_logs", counting)
+
+    async def scenario() -> None:
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        options = InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=1)
+        request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+        async with DaemonClient.for_home(ui.bridge.home) as client:
+            started = await client.start_instance(request)
+            ready = await wait_settled(client, started.id, 90)
+        assert ready.status is InstanceStatus.READY
+        dialog = LogDialog(ui.bridge, ready)
+        try:
+            dialog.show()
+            await wait_until(lambda: len(dialog.lines()) > 5, 10, "the log so far")
+            assert any("llama" in line or "tiny.gguf" in line for line in dialog.lines())
+            shown = len(dialog.lines())
+
+            # Nothing written: nothing read (a poll would have read several times by now).
+            # The engine's last lines after ready are read first.
+            def caught_up() -> bool:
+                count = ui.bridge.log_counts.get(started.id)
+                return count is not None and dialog._since >= count.lines
+
+            await wait_until(caught_up, 10, "the window to hold every line written")
+            await asyncio.sleep(1.0)
+            assert not dialog._timer.isActive(), "no retry waiting"
+            quiet = len(reads)
+            await asyncio.sleep(2.0)
+            assert len(reads) == quiet, (
+                f"read {len(reads) - quiet} times while the engine was quiet"
+            )
+            assert not dialog._timer.isActive(), "no clock runs while the engine is quiet"
+
+            # A request makes the engine write: the feed's count moves, the window reads
+            # the new lines (only those), and shows them.
+            served = (
+                next(m.id for m in ui.bridge.gateway_models.models if m.instance == started.id)
+                if ui.bridge.gateway_models is not None
+                else None
+            )
+            assert served is not None, "the gateway's models come by the feed"
+            async with httpx.AsyncClient(trust_env=False, timeout=60) as http:
+                chat = await http.post(
+                    f"{llama_daemon.url}/v1/chat/completions",
+                    json={
+                        "model": served,
+                        "max_tokens": 4,
+                        "messages": [{"role": "user", "content": "hi"}],
+                    },
+                )
+            assert chat.status_code == 200, chat.text
+            await wait_until(lambda: len(dialog.lines()) > shown, 10, "the request's lines")
+            count = ui.bridge.log_counts[started.id]
+            await wait_until(lambda: dialog._since >= count.lines, 10, "the count caught up")
+            assert not dialog._timer.isActive()
+            assert len(reads) - quiet <= 6, "a few reads for a burst, not a poll"
+        finally:
+            dialog.close()
+            async with DaemonClient.for_home(ui.bridge.home) as client:
+                await client.stop_instance(started.id)
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        close_bridge(qloop, ui.bridge)

@@ -80,9 +80,20 @@ def test_settings_round_trip_a_refusal_and_ollama_absent(
         assert "stopped when the daemon starts" in engines.leftover_help.text()
         engines.ready_timeout.setValue(120)
         assert page.save_button.isEnabled()
+        detected = ui.bridge.engines
+        assert detected is not None
         page.save_button.click()
         await wait_until(lambda: page.message.text().startswith("Saved"), 10, "the save")
         assert page.message.text() == "Saved; looking for engines in the Pythons again."
+        # The daemon looked again as it saved them; the change feed brought what it found.
+        await wait_until(
+            lambda: (
+                ui.bridge.engines is not None
+                and ui.bridge.engines.detected_at > detected.detected_at
+            ),
+            30,
+            "the engines detected again, by the feed",
+        )
         assert not page.save_button.isEnabled()
         async with DaemonClient(no_ollama_daemon.url, no_ollama_daemon.token) as client:
             saved = (await client.settings()).engines

@@ -16,24 +16,31 @@ from typing import TYPE_CHECKING
 from roundhouse.api.bench import AbProgress, BenchProgress
 from roundhouse.api.events import (
     DownloadsEvent,
+    EnginesEvent,
     FeedEvent,
     GatewayEvent,
     InstancesEvent,
     JobsEvent,
     LibraryEvent,
+    LogsEvent,
     ResetEvent,
     SettingsEvent,
 )
-from roundhouse.api.jobs import JobKind, JobState, JobView
+from roundhouse.api.jobs import JobKind, JobView
 from roundhouse.client import ClientError, DaemonClient
 from roundhouse.gui.call import Failure
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Coroutine
+    from typing import Any
+
     from PySide6.QtCore import SignalInstance
 
     from roundhouse.api.downloads import DownloadQueueView
+    from roundhouse.api.engines import EnginesOverview
     from roundhouse.api.gateway import GatewayModelList
-    from roundhouse.api.instances import InstanceInfo
+    from roundhouse.api.instances import InstanceInfo, LogCount
     from roundhouse.api.settings import Settings, UiSettings
 
 
@@ -41,7 +48,7 @@ class FeedMixin:
     """Follows the change feed into the store (mixed into DaemonBridge)."""
 
     if TYPE_CHECKING:
-        # Provided by DaemonBridge.
+        # Provided by DaemonBridge (and _spawn by the tasks mixin).
         _client: DaemonClient | None
         instances: list[InstanceInfo] | None
         ui_settings: UiSettings
@@ -52,10 +59,15 @@ class FeedMixin:
         library_changed: SignalInstance
         downloads_changed: SignalInstance
         jobs_changed: SignalInstance
+        log_counts_changed: SignalInstance
         feed_reset: SignalInstance
         feed_applied: SignalInstance
 
-        def reload_engines(self) -> None: ...
+        def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
+
+        async def _load_engines(self, *, refresh: bool) -> None: ...
+
+        def _set_engines(self, engines: EnginesOverview) -> None: ...
 
         # Provided by InstancesMixin.
         def _set_instances(self, instances: list[InstanceInfo]) -> None: ...
@@ -69,6 +81,8 @@ class FeedMixin:
         # The download queue as the feed last told it (None until it changes once).
         self.downloads: DownloadQueueView | None = None
         self.jobs: dict[str, JobView] = {}
+        # How many lines each instance's engine wrote, by id (the log window follows it).
+        self.log_counts: dict[str, LogCount] = {}
 
     async def _follow_feed(self) -> None:
         """Apply every event of the feed until it ends or breaks (the session reconnects)."""
@@ -98,17 +112,23 @@ class FeedMixin:
                 self.downloads = queue
                 self.downloads_changed.emit(queue)
             case JobsEvent(data=listed):
-                before, self.jobs = self.jobs, {job.id: job for job in listed.jobs}
-                if any(_installed(job, before.get(job.id)) for job in listed.jobs):
-                    # The daemon detected the engines again as the install ended: what it
-                    # found now is read once here, for every page that shows engines.
-                    self.reload_engines()
+                self.jobs = {job.id: job for job in listed.jobs}
                 self.jobs_changed.emit(listed.jobs)
+            case EnginesEvent(data=overview):
+                # Detected again (an install ended, a build switched or removed, Pythons
+                # saved, a refresh asked anywhere): every page that shows engines hears it.
+                self._set_engines(overview)
+            case LogsEvent(data=counts):
+                self.log_counts = {count.id: count for count in counts.instances}
+                self.log_counts_changed.emit(self.log_counts)
 
     async def _reload(self, client: DaemonClient) -> None:
         """What the store holds may be stale: load it again (the events after the reset then
-        apply on top). The settings were loaded as the session connected; the jobs and the
-        gateway's models are each follower's to load on `feed_reset`."""
+        apply on top). The settings were loaded as the session connected; the jobs, the
+        gateway's models and the log counts are each follower's to load on `feed_reset`."""
+        # Engine detection can take seconds (it asks each tool its version): the engines
+        # load on their own, and a daemon that cannot list them still serves the rest.
+        self._spawn(self._load_engines(refresh=False))
         try:
             listed = await client.instances()
         except ClientError as exc:
@@ -138,13 +158,3 @@ class FeedMixin:
         if job is None or job.kind != JobKind.AB or job.detail is None:
             return None
         return AbProgress.model_validate(job.detail)
-
-
-def _installed(job: JobView, before: JobView | None) -> bool:
-    """An install that was heard running and is done now."""
-    return (
-        job.kind == JobKind.INSTALL
-        and job.state == JobState.DONE
-        and before is not None
-        and before.state != JobState.DONE
-    )

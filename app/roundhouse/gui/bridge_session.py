@@ -51,8 +51,6 @@ class SessionMixin(TasksMixin):
 
         def _set_inventory(self, inventory: HardwareInventory) -> None: ...
 
-        async def _load_engines(self, *, refresh: bool) -> None: ...
-
         # Provided by FeedMixin.
         async def _follow_feed(self) -> None: ...
 
@@ -124,9 +122,6 @@ class SessionMixin(TasksMixin):
         self.ui_settings = settings.ui
         self.ui_settings_changed.emit(settings.ui)
         self._set_inventory(inventory)
-        # Engine detection can take seconds (it asks each tool its version): it loads on its
-        # own, and a daemon that cannot list engines still serves everything else.
-        self._spawn(self._load_engines(refresh=False))
         fresh = [s for s in history.samples if self._is_new(s.t)]
         if fresh:
             self._last_sample_t = fresh[-1].t

@@ -32,8 +32,8 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     """Owns the DaemonClient; widgets connect to these signals, never to the client.
 
     It is the app's store: what it holds (instances, settings, jobs, the gateway's models,
-    engines, inventory) is kept current by the daemon's change feed, and each change is a
-    signal; pages read it and listen instead of asking again.
+    engines, each engine's count of log lines, inventory) is kept current by the daemon's
+    change feed, and each change is a signal; pages read it and listen instead of asking again.
 
     Its parts: the connection session (bridge_session), the store fed by the change feed
     (bridge_feed), the instance list and actions (bridge_instances), background calls and
@@ -57,6 +57,7 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     library_changed = Signal(object)  # LibraryList
     downloads_changed = Signal(object)  # DownloadQueueView
     jobs_changed = Signal(object)  # list[JobView]: every job the daemon keeps
+    log_counts_changed = Signal(object)  # dict[str, LogCount]: lines each engine wrote, by id
     feed_reset = Signal()  # what was heard may be stale: followers load their kind again
     feed_applied = Signal(object)  # int: the seq of the event just applied (past 32 bits)
 
@@ -117,10 +118,6 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
         """Ask the daemon to look for engines again; answers by engines_changed/_failed."""
         self._spawn(self._load_engines(refresh=True))
 
-    def reload_engines(self) -> None:
-        """Fetch what the daemon knows of the engines now (after an install it detected)."""
-        self._spawn(self._load_engines(refresh=False))
-
     def set_ui_settings(self, ui: UiSettings) -> None:
         self.ui_settings = ui
         self.ui_settings_changed.emit(ui)
@@ -173,5 +170,8 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
         self.inventory_changed.emit(inventory)
 
     def _set_engines(self, engines: EnginesOverview) -> None:
+        if engines == self.engines:
+            # A refresh's answer and the change feed's event bring the same detection.
+            return
         self.engines = engines
         self.engines_changed.emit(engines)

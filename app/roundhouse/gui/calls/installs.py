@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 class InstallCalls:
-    """Engine installs (jobs followed live) and llama.cpp's builds."""
+    """Engine installs (jobs followed live) and llama.cpp's builds. The daemon detects the
+    engines again after each change; the change feed brings what it found."""
 
     def __init__(self, bridge: DaemonBridge) -> None:
         self._bridge = bridge
@@ -43,7 +44,6 @@ class InstallCalls:
         return self._bridge.call(
             "switch llama.cpp builds",
             lambda c: c.switch_llamacpp_build(tag),
-            lambda _: self._bridge.reload_engines(),
         )
 
     def remove_build(self, tag: str, *, force: bool = False) -> Call:
@@ -51,12 +51,10 @@ class InstallCalls:
         return self._bridge.call(
             "remove a llama.cpp build",
             lambda c: c.remove_llamacpp_build(tag, force=force),
-            lambda _: self._bridge.reload_engines(),
         )
 
     def remove_venv(self, engine: EngineId) -> Call:
         return self._bridge.call(
             "remove an engine's environment",
             lambda c: c.remove_engine_venv(engine.value),
-            lambda _: self._bridge.reload_engines(),
         )

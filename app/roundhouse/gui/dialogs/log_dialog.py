@@ -1,5 +1,6 @@
-"""An instance's output, live: follows the daemon's log with `since`, twice a second; a
-restart (a new `generation`, numbered from 0 again) is marked and read from its start."""
+"""An instance's output, live: reads the new lines (`since`) when the change feed says its
+count moved; a restart (a new `generation`, numbered from 0 again) is marked and read from
+its start."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.instances import InstanceInfo, InstanceLogs, InstanceStatus
+from roundhouse.api.instances import InstanceInfo, InstanceLogs, InstanceStatus, LogCount
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
@@ -25,10 +26,10 @@ from roundhouse.gui.widgets.instances_model import model_name, status_in_words
 
 # Lines kept in the view; older ones scroll out (the daemon's log file keeps everything).
 MAX_LINES = 5000
-# Lines asked for at once: a backlog arrives in a few quick requests, then one per tick.
+# Lines asked for at once: a backlog arrives in a few quick requests, then one request
+# each time the change feed says the engine wrote more (at most four times a second).
 FETCH_LIMIT = 1000
-FOLLOW_PERIOD_MS = 500
-# After a failed request: ask again later, not twice a second.
+# After a failed request: ask again later.
 RETRY_MS = 3000
 
 
@@ -48,6 +49,8 @@ class LogDialog(QDialog):
         self._call: Call | None = None
         self._following = False
         self.gone = False
+        # The instance left the store's list: the next read is to hear the daemon say so.
+        self._unlisted = False
         self.setWindowTitle(f"Log of {info.engine.value}: {model_name(info.model)}")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
         self.resize(900, 560)
@@ -77,10 +80,14 @@ class LogDialog(QDialog):
         layout.addWidget(self.view, 1)
         layout.addWidget(buttons)
 
+        # Only a retry after a failure waits on a clock; new lines are heard of by the feed.
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._fetch)
         bridge.instances_changed.connect(self._on_bridge_instances_changed)
+        bridge.log_counts_changed.connect(lambda _: self._fetch_if_more())
+        # The counts may be stale after a reset: read whatever is new once.
+        bridge.feed_reset.connect(self._fetch)
         self._show_info(info)
 
     # -- what tests and the page use ----------------------------------------------------
@@ -143,7 +150,27 @@ class LogDialog(QDialog):
             # Nothing kept in memory (an engine an earlier daemon ran): its last lines then.
             self._show_note("The engine's last lines, as recorded when it ended:")
             self.append(exit_info.log_tail)
-        self._schedule(0 if len(logs.lines) >= FETCH_LIMIT else FOLLOW_PERIOD_MS)
+        if len(logs.lines) >= FETCH_LIMIT:
+            self._schedule(0)  # a backlog: the rest at once
+        else:
+            # The feed may have said more while this request was out.
+            self._fetch_if_more()
+
+    def _fetch_if_more(self) -> None:
+        """Read the new lines when the store's count is past what this view showed."""
+        if self._unlisted:
+            # Once: its answer says it is gone (404).
+            self._unlisted = False
+            self._fetch()
+            return
+        count: LogCount | None = self._bridge.log_counts.get(self.instance_id)
+        if count is None or self._generation is None:
+            return
+        # Generations only grow: a count from before a restart this view already read is
+        # no reason to ask again.
+        newer = count.generation > self._generation
+        if newer or (count.generation == self._generation and count.lines > self._since):
+            self._fetch()
 
     def _on_logs_failed(self, failure: Failure) -> None:
         self._call = None
@@ -194,6 +221,10 @@ class LogDialog(QDialog):
         info = next((i for i in instances if i.id == self.instance_id), None)
         if info is not None:
             self._show_info(info)
+        elif not self.gone:
+            # Stopped or dismissed: one more read says so (and takes its last lines).
+            self._unlisted = True
+            self._fetch()
 
     def _show_info(self, info: InstanceInfo) -> None:
         self._info = info

@@ -155,8 +155,8 @@ class SettingsPage(QWidget):
             self.show_settings(result)
             notes = []
             if result.engines.python_paths != before.engines.python_paths:
-                # Pythons count at the next detection: look for engines again now.
-                self._bridge.refresh_engines()
+                # The daemon looks for engines in the Pythons again as it saves them; what
+                # it finds comes by the change feed.
                 notes.append("looking for engines in the Pythons again")
             if result.daemon.port != before.daemon.port:
                 notes.append(AT_NEXT_START)

@@ -67,9 +67,8 @@ class AbPanel(QGroupBox):
         return self.job is not None
 
     def refresh(self) -> None:
-        if self._bridge.engines is None:
-            self._bridge.refresh_engines()
-        else:
+        # The engines come by the change feed (engines_changed) once detected.
+        if self._bridge.engines is not None:
             self._on_engines(self._bridge.engines)
         self._ops.run(self._calls.library(), self._on_library)
 
