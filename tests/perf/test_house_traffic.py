@@ -20,6 +20,8 @@ from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = os.environ.get("HOUSE_BASE", "da6f0f6")
+# The tree after: this checkout, or a worktree of $HOUSE_AFTER (a commit) while work goes on here.
+AFTER = os.environ.get("HOUSE_AFTER")
 
 
 def _drive(tree: Path, root: Path, binary: Path, model: Path) -> dict[str, Any]:
@@ -44,17 +46,25 @@ def _drive(tree: Path, root: Path, binary: Path, model: Path) -> dict[str, Any]:
 
 
 @pytest.mark.perf
+@pytest.mark.timeout(2400)
 def test_house_traffic_before_and_after(
     tmp_path: Path, llama_server_binary: Path, report: Any
 ) -> None:
-    base = tmp_path / "base"
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", str(base), BASE], check=True)
+    trees = {"before": (tmp_path / "base", BASE)}
+    if AFTER:
+        trees["after"] = (tmp_path / "after", AFTER)
+    for tree, rev in trees.values():
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "-q", str(tree), rev], check=True
+        )
     try:
         model = write_tiny_llama_gguf(tmp_path / "tiny.gguf", seed=0)
-        before = _drive(base, tmp_path / "home-before", llama_server_binary, model)
-        after = _drive(REPO, tmp_path / "home-after", llama_server_binary, model)
+        before = _drive(trees["before"][0], tmp_path / "home-before", llama_server_binary, model)
+        after_tree = trees["after"][0] if AFTER else REPO
+        after = _drive(after_tree, tmp_path / "home-after", llama_server_binary, model)
     finally:
-        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)])
+        for tree, _ in trees.values():
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)])
     for when, figures in (("before", before), ("after", after)):
         report.add(f"{when} requests per chat turn (new)", figures["chat_turn_new"]["requests"])
         report.add(
