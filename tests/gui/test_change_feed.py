@@ -1,7 +1,8 @@
 """The app's store follows the daemon's change feed, against a real daemon: an engine started
 by another client shows on the Engines page with no listing asked for, a broken stream
-resumes after the last event it applied (no reset, nothing missed), and the log window reads
-a running llama-server's new lines when the feed's count moves, not on a clock."""
+resumes after the last event it applied (no reset, nothing missed), the log window reads
+a running llama-server's new lines when the feed's count moves, not on a clock, and the Chat
+page and quick chat show the active model from the store without asking the gateway."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import QApplication
 
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.events import FeedEvent
+from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.instances import InstanceList, InstanceLogs, InstanceStatus, StartRequest
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import resolve_home
@@ -25,9 +27,11 @@ from roundhouse.gui.app import Ui
 from roundhouse.gui.backoff import Backoff
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.log_dialog import LogDialog
+from roundhouse.gui.pages.chat_page import ChatPage
 from roundhouse.gui.pages.engines_page import EnginesPage
 from tests.daemon_process import DaemonProcess, wait_settled
 from tests.gui.conftest import close_bridge, wait_until
+from tests.gui.serving import run, tray_ui
 
 
 def _count_listings(monkeypatch: pytest.MonkeyPatch) -> list[float]:
@@ -235,3 +239,57 @@ def test_the_log_window_shows_new_lines_when_the_feed_says_so_not_on_a_clock(
         qloop.run_until_complete(scenario())
     finally:
         close_bridge(qloop, ui.bridge)
+
+
+def test_the_chat_page_and_quick_chat_read_the_active_model_from_the_store(
+    qapp: QApplication,
+    qloop: qasync.QEventLoop,
+    llama_daemon: DaemonProcess,
+    home_root: Path,
+    tiny_gguf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listings: list[float] = []
+    listed = DaemonClient.gateway_models
+
+    async def counting(self: DaemonClient) -> GatewayModelList:
+        listings.append(time.monotonic())
+        return await listed(self)
+
+    monkeypatch.setattr(DaemonClient, "gateway_models", counting)
+    ui = tray_ui(qapp, home_root)
+
+    async def scenario() -> None:
+        ui.bridge.start()
+        await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+        options = InstanceOptions(model=str(tiny_gguf), ctx_size=512, parallel=1)
+        request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
+        async with DaemonClient.for_home(ui.bridge.home) as client:
+            started = await client.start_instance(request)
+            await wait_settled(client, started.id, 90)
+
+        def served() -> str | None:
+            held = ui.bridge.gateway_models
+            found = [m for m in held.models if m.instance == started.id] if held else []
+            return found[0].id if found and held and held.active_model == found[0].id else None
+
+        await wait_until(lambda: served() is not None, 20, "the gateway's models in the store")
+        model_id = served()
+        before = len(listings)
+
+        page = ui.window.show_page("Chat")
+        assert isinstance(page, ChatPage)
+        await wait_until(
+            lambda: page.picker.current_model() == model_id, 10, "the Chat page's model"
+        )
+        assert ui.quick_chat is not None
+        ui.quick_chat.shortcut.activated.emit()
+        window = ui.quick_chat.window
+        assert window is not None
+        await wait_until(lambda: model_id in window.model_line.label.text(), 10, "quick chat's")
+        assert len(listings) == before, "shown from the store: the gateway was not asked"
+
+    try:
+        run(ui, qloop, scenario())  # the daemon stops its engine with it
+    finally:
+        ui.window.deleteLater()

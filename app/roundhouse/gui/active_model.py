@@ -50,23 +50,30 @@ class ActiveModel(QObject):
         self._again = False
         # Bumped by each choice: a listing asked for before it must not undo it.
         self._choices = 0
+        # Bumped by each reset of the change feed: a listing asked for before one is stale.
+        self._resets = 0
         # A model that starts, becomes ready or stops changes the list (and perhaps the
         # active one): the change feed tells it, nothing is asked again.
         bridge.gateway_changed.connect(self._on_gateway_changed)
         bridge.feed_reset.connect(self._on_feed_reset)
 
-    def refresh(self) -> None:
-        """Ask the daemon for the models and the active one; a listing asked for since the
-        last change is enough, one asked for before it is followed by another."""
+    def refresh(self, *, ask: bool = False) -> None:
+        """The models and the active one: from the store when the change feed filled it
+        (unless `ask`), else asked of the daemon once (a listing asked for since the last
+        change is enough, one asked for before it is followed by another)."""
+        held = self._bridge.gateway_models
+        if held is not None and self._listing is None and not ask:
+            self._on_listing_succeeded(held, self._choices)
+            return
         if self._listing is not None:
             self._again = True
             return
         self._again = False
-        choices = self._choices
+        choices, resets = self._choices, self._resets
         self._listing = call = self._gateway.models()
         self._ops.run(
             call,
-            lambda listed: self._on_listing_succeeded(listed, choices),
+            lambda listed: self._on_listed(listed, choices, resets),
             on_failure=self._on_call_failed,
         )
         call.finished.connect(self._on_listing_finished)
@@ -90,6 +97,13 @@ class ActiveModel(QObject):
             return f"{self.active} (nothing serves it now)" if self.loaded else self.active
         return f"{found.id} — {found.engine.value}, {STATE_WORDS[found.state]}"
 
+    def _on_listed(self, listed: GatewayModelList, choices: int, resets: int) -> None:
+        if resets == self._resets and self._bridge.gateway_models is None:
+            # The store keeps it for the next look, until the feed brings a newer one; a
+            # listing asked for before a reset is not kept (the store was emptied as stale).
+            self._bridge.gateway_models = listed
+        self._on_listing_succeeded(listed, choices)
+
     def _on_listing_succeeded(self, listed: GatewayModelList, choices: int) -> None:
         self.models = list(listed.models)
         if choices == self._choices:
@@ -109,6 +123,7 @@ class ActiveModel(QObject):
 
     def _on_feed_reset(self) -> None:
         """Events may have been missed: list again, once someone has looked."""
+        self._resets += 1
         if self.loaded:
             self.refresh()
 
@@ -117,7 +132,9 @@ class ActiveModel(QObject):
         self.listed = self.listed.model_copy(update={"active_model": self.active})
         self.changed.emit()
         if not self.active:
-            self.refresh()  # none chosen: the daemon may name the one model running
+            # None chosen: the daemon may name the one model running, which the gateway's
+            # list need not change for (no event then): ask.
+            self.refresh(ask=True)
 
     def _on_call_failed(self, failure: Failure) -> None:
         self.failed.emit(str(failure))

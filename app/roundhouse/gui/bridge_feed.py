@@ -126,6 +126,9 @@ class FeedMixin:
         """What the store holds may be stale: load it again (the events after the reset then
         apply on top). The settings were loaded as the session connected; the jobs, the
         gateway's models and the log counts are each follower's to load on `feed_reset`."""
+        # The gateway's models may be stale: the next to look lists them again (and keeps
+        # them here), and the feed's gateway events keep them from there.
+        self.gateway_models = None
         # Engine detection can take seconds (it asks each tool its version): the engines
         # load on their own, and a daemon that cannot list them still serves the rest.
         self._spawn(self._load_engines(refresh=False))
