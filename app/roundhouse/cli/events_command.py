@@ -20,7 +20,8 @@ import click
 @click.pass_context
 def events(ctx: click.Context, as_json: bool, since: int | None) -> None:
     """Print every change the daemon makes as it happens: instances, jobs, downloads, the
-    gateway's models, settings and the library. Runs until Ctrl+C or the daemon stops."""
+    gateway's models, settings, the library, the engines found and how many lines each
+    engine wrote. Runs until Ctrl+C or the daemon stops."""
     from roundhouse.api.events import ResetEvent
     from roundhouse.cli.daemon_link import daemon_client, run_async
     from roundhouse.cli.events_view import EventLines
