@@ -1,6 +1,7 @@
 """The change feed (`GET /api/v1/events`) against hostile requests, through a real daemon:
 no token or a wrong one (401), a web page's Origin or Sec-Fetch-Site (403), a forged Host
-(403, DNS rebinding), and resume points no daemon sent (a reset, never a 500); the same
+(403, DNS rebinding), resume points no daemon sent (a reset, never a 500), and the log
+route's bounds that a follower of the `logs` kind reads with; the same
 request with the token from loopback gets the stream, so each refusal is the guard's."""
 
 from __future__ import annotations
@@ -107,6 +108,23 @@ def test_a_malformed_since_is_refused_in_words(daemon: DaemonProcess, since: str
     status, kind, body = _open(daemon, _token(daemon), f"?since={since}")
     assert status == 422 and kind.startswith("application/problem+json")
     assert "since" in body
+
+
+@pytest.mark.parametrize("query", ["since=-1", "since=abc", "limit=0", "limit=5001"])
+def test_the_log_routes_since_and_limit_the_log_window_follows_with_are_bounded(
+    daemon: DaemonProcess, query: str
+) -> None:
+    """The log window reads new lines with `since` when the feed's `logs` count moves: a
+    value out of bounds is refused in words, before any instance is looked up."""
+    with httpx.Client(base_url=daemon.url, trust_env=False, timeout=10) as client:
+        response = client.get(f"/api/v1/instances/abc/logs?{query}", headers=_token(daemon))
+        refused = client.get(
+            "/api/v1/instances/abc/logs?since=0", headers={**_token(daemon), "Origin": EVIL}
+        )
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert query.split("=")[0] in response.text
+    assert refused.status_code == 403, "a web page may not read an engine's output"
 
 
 def test_the_hostile_requests_left_the_daemon_serving(
