@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from contextlib import aclosing
+from pathlib import Path
 
 import pytest
 
@@ -23,11 +25,27 @@ from roundhouse.api.chat import (
 )
 from roundhouse.client import ApiError, DaemonClient
 from roundhouse.client.chat_stream import ChatFailed, take_turn
+from tests.daemon_process import path_with
 from tests.integration.test_chat_cli import Served, served
+from tests.support.serving import llama_cpp, serving
 
 __all__ = ["served"]  # the module's daemon and model, shared with the CLI's tests
 
 HELLO = "Say hello."
+
+
+@pytest.fixture(scope="module")
+def long_served(
+    llama_server_binary: Path, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """A reply that runs for seconds: the stop tests must land while it streams. End-of-text
+    ignored (the random model may sample it after a few tokens) and a context of 4096."""
+    root = tmp_path_factory.mktemp("long") / "home"
+    request = llama_cpp(
+        tiny_gguf, ctx_size=4096, parallel=1, threads=1, extra_args=("--ignore-eos",)
+    )
+    with serving(root, request, env=path_with(llama_server_binary)) as (daemon, [info]):
+        yield Served(daemon, root, info.models[0])
 
 
 def _client(served: Served) -> DaemonClient:
@@ -115,7 +133,9 @@ def test_a_new_conversation_then_an_existing_one(served: Served) -> None:
     asyncio.run(scenario())
 
 
-def test_a_stopped_turn_is_saved_as_far_as_it_came(served: Served) -> None:
+def test_a_stopped_turn_is_saved_as_far_as_it_came(long_served: Served) -> None:
+    served = long_served
+
     async def scenario() -> None:
         async with _client(served) as client:
             # The model's context ends it, seconds on: still streaming when the stop lands.
@@ -147,8 +167,10 @@ def test_a_stopped_turn_is_saved_as_far_as_it_came(served: Served) -> None:
 
 
 def test_a_turn_whose_client_left_is_saved_stopped_and_the_daemon_serves_on(
-    served: Served,
+    long_served: Served,
 ) -> None:
+    served = long_served
+
     async def scenario() -> None:
         async with _client(served) as client:
             new = NewConversation(model=served.model, params=SamplingParams(max_tokens=100_000))
