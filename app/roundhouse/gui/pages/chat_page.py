@@ -240,6 +240,21 @@ class ChatPage(QWidget):
             # Keep the messages shown: an update answers with the whole conversation anyway.
             self.conversation = conversation
 
+    def _list_first(self, conversation: ConversationSummary, reply: Message) -> None:
+        """The conversation a reply was saved in, at the top of the list as the daemon
+        would list it now: known from the turn, so the list is not asked for again."""
+        moved = ConversationSummary(
+            id=conversation.id,
+            title=conversation.title,
+            model=conversation.model,
+            created_at=conversation.created_at,
+            updated_at=reply.created_at,
+            message_count=conversation.message_count + 1,
+        )
+        self._listed = [moved, *(c for c in self._listed if c.id != moved.id)]
+        self.conversations.set_conversations(self._listed)
+        self.conversations.select(moved.id)
+
     # -- opening, renaming, deleting -----------------------------------------------------
 
     def new_chat(self) -> None:
@@ -403,7 +418,7 @@ class ChatPage(QWidget):
             if last is not None and last.role == Role.USER and restore is not None:
                 self.transcript.add_message(last)
             if first and conversation is not None:
-                # Listed at once; the list is asked for again when the reply ends.
+                # Listed at once; moved on with its reply when that is saved.
                 self._listed = [conversation, *self._listed]
                 self.conversations.set_conversations(self._listed)
                 self.conversations.select(conversation.id)
@@ -421,10 +436,13 @@ class ChatPage(QWidget):
         stream.finished.connect(self._on_reply_finished)
         self._update_actions()
 
-    def _on_reply_finished(self, _message: Message | None) -> None:
+    def _on_reply_finished(self, message: Message | None) -> None:
         self.reply = None
         self._update_actions()
-        self.refresh()
+        if message is not None and self.conversation is not None:
+            self._list_first(self.conversation, message)
+        else:
+            self.refresh()  # what the daemon kept of a turn that was not saved whole
         wanted = self._wanted
         if wanted is not None and (self.conversation is None or wanted != self.conversation.id):
             self.open_conversation(wanted)
