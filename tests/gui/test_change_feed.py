@@ -201,10 +201,15 @@ def test_the_log_window_shows_new_lines_when_the_feed_says_so_not_on_a_clock(
             await asyncio.sleep(1.0)
             assert not dialog._timer.isActive(), "no retry waiting"
             quiet = len(reads)
+            written = ui.bridge.log_counts[started.id].lines
             await asyncio.sleep(2.0)
-            assert len(reads) == quiet, (
-                f"read {len(reads) - quiet} times while the engine was quiet"
-            )
+            # The engine may write a line of its own meanwhile (a slow health probe's): a read
+            # then follows the count, as it should; with no line written there is no read.
+            if ui.bridge.log_counts[started.id].lines == written:
+                assert len(reads) == quiet, (
+                    f"read {len(reads) - quiet} times while the engine was quiet"
+                )
+            quiet = len(reads)
             assert not dialog._timer.isActive(), "no clock runs while the engine is quiet"
 
             # A request makes the engine write: the feed's count moves, the window reads

@@ -126,6 +126,11 @@ def test_llamacpp_install_with_progress_a_corrupt_download_and_the_builds_dialog
         releases.modes.delay_per_chunk_s = 0.0
         await wait_until(lambda: "b6100" in card.status_text(), 30, "the new build found")
         assert card.status_text().startswith("Found:")
+        # The engines and the job are two kinds of the change feed: the job's end may land
+        # a moment after the card found the build.
+        await wait_until(
+            lambda: view.stage.text().startswith("Installed llama.cpp b6100"), 5, "the job's end"
+        )
         assert view.stage.text().startswith("Installed llama.cpp b6100")
         assert not view.bar.isVisible() and not view.error.isVisible()
         assert card.start_button.isVisible() and not card.install_button.isVisible()
