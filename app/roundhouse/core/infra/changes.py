@@ -43,4 +43,3 @@ async def any_change(sources: Sequence[Changes], seen: list[int], timeout_s: flo
             wait.cancel()
         await asyncio.gather(*waits, return_exceptions=True)
     return [source.version for source in sources]
-
