@@ -240,6 +240,17 @@ def _read_line(process: subprocess.Popen[str], timeout_s: float = 20) -> str:
     return line.rstrip("\n")
 
 
+def _read_kind(process: subprocess.Popen[str], kind: str, text: bool) -> str:
+    """The first line of `kind` (one the daemon published meanwhile, like the library's
+    first scan, may come before it)."""
+    for _ in range(20):
+        line = _read_line(process)
+        found = line.split()[2] if text else json.loads(line)["kind"]
+        if found == kind:
+            return line
+    raise AssertionError(f"no {kind} event in 20 lines")
+
+
 def test_roundhouse_events_prints_each_event_and_ends_when_the_daemon_stops(
     tmp_path: Path,
 ) -> None:
@@ -257,9 +268,9 @@ def test_roundhouse_events_prints_each_event_and_ends_when_the_daemon_stops(
             settings = control.get("/api/v1/settings").json()
             settings["chat"]["max_conversations"] = 77
             assert control.put("/api/v1/settings", json=settings).status_code == 200
-        line = _read_line(lines)
+        line = _read_kind(lines, "settings", text=True)
         assert line.split()[2] == "settings" and "chat.max_conversations = 77" in line
-        saved = parse_event(_read_line(raw))
+        saved = parse_event(_read_kind(raw, "settings", text=False))
         assert isinstance(saved, SettingsEvent) and saved.data.chat.max_conversations == 77
         assert saved.seq == int(line.split()[0])
 
