@@ -71,10 +71,10 @@ class Tray(QObject):
         self.icon.setToolTip(self.status.tooltip)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._on_icon_activated)
-        bridge.state_changed.connect(lambda _: self._update_icon())
-        bridge.instances_changed.connect(lambda _: self._update_icon())
+        bridge.state_changed.connect(self._update_icon)
+        bridge.instances_changed.connect(self._update_icon)
         # The state changes before the message is set: the error's words come with this.
-        bridge.disconnected.connect(lambda _: self._update_icon())
+        bridge.disconnected.connect(self._update_icon)
         window.hidden_to_tray.connect(self._on_window_hidden_to_tray)
         self._update_icon()
         self._on_menu_about_to_show()
@@ -86,7 +86,7 @@ class Tray(QObject):
     def tray_state(self) -> TrayState:
         return self.status.state
 
-    def _update_icon(self) -> None:
+    def _update_icon(self, *_: object) -> None:
         status = tray_status(self._bridge.state, self._bridge.message, self._bridge.instances)
         if status.state != self.status.state:
             self.icon.setIcon(tray_icon(status.state, dark_panel=self._dark_panel))

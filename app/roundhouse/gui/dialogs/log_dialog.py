@@ -85,7 +85,7 @@ class LogDialog(QDialog):
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._fetch)
         bridge.instances_changed.connect(self._on_bridge_instances_changed)
-        bridge.log_counts_changed.connect(lambda _: self._fetch_if_more())
+        bridge.log_counts_changed.connect(self._fetch_if_more)
         # The counts may be stale after a reset: read whatever is new once.
         bridge.feed_reset.connect(self._fetch)
         self._show_info(info)
@@ -156,7 +156,7 @@ class LogDialog(QDialog):
             # The feed may have said more while this request was out.
             self._fetch_if_more()
 
-    def _fetch_if_more(self) -> None:
+    def _fetch_if_more(self, *_: object) -> None:
         """Read the new lines when the store's count is past what this view showed."""
         if self._unlisted:
             # Once: its answer says it is gone (404).

@@ -146,12 +146,12 @@ class BenchPage(QWidget):
         self._timer = QTimer(self)
         self._timer.setInterval(REPAINT_MS)
         self._timer.timeout.connect(self._repaint_progress)
-        bridge.jobs_changed.connect(lambda _: self._hear_progress())
+        bridge.jobs_changed.connect(self._hear_progress)
         bridge.feed_reset.connect(self._ask_progress)
         # A model started, loaded or stopped anywhere shows in the picker at once.
         bridge.gateway_changed.connect(self._on_models_succeeded)
         bridge.connected.connect(self.refresh)
-        bridge.state_changed.connect(lambda _: self._update_actions())
+        bridge.state_changed.connect(self._update_actions)
         self._update_actions()
 
     def showEvent(self, event: QShowEvent) -> None:
@@ -162,7 +162,7 @@ class BenchPage(QWidget):
     def busy(self) -> bool:
         return self.job is not None or self.ab.busy
 
-    def _update_actions(self) -> None:
+    def _update_actions(self, *_: object) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
         self.run_button.setEnabled(connected and not self.busy)
         self.cancel_button.setEnabled(self.busy)
@@ -225,7 +225,7 @@ class BenchPage(QWidget):
         # The feed may have told its end before this answer came.
         self._hear_progress()
 
-    def _hear_progress(self) -> None:
+    def _hear_progress(self, *_: object) -> None:
         """The run's progress as the change feed last told it (its job's detail)."""
         progress = self._bridge.bench_progress(self.job) if self.job is not None else None
         if progress is not None:

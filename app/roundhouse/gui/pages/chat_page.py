@@ -142,9 +142,11 @@ class ChatPage(QWidget):
         layout.addWidget(splitter)
 
         self._active.changed.connect(self._on_active_model_changed)
-        self._active.failed.connect(lambda message: self.model_state.setText(message))
+        # Bound methods, not lambdas: Qt drops the connection when the widget goes, while
+        # the bridge (and the feed's events) may outlive it.
+        self._active.failed.connect(self.model_state.setText)
         bridge.connected.connect(self._on_bridge_connected)
-        bridge.state_changed.connect(lambda _: self._update_actions())
+        bridge.state_changed.connect(self._update_actions)
         self._update_actions()
 
     # -- state ------------------------------------------------------------------------
@@ -153,7 +155,7 @@ class ChatPage(QWidget):
     def busy(self) -> bool:
         return self.reply is not None or self._sending is not None
 
-    def _update_actions(self) -> None:
+    def _update_actions(self, *_: object) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
         self.send_button.setEnabled(connected and not self.busy)
         self.stop_button.setEnabled(self.reply is not None and not self.reply.stopped)

@@ -96,7 +96,7 @@ class SettingsPage(QWidget):
         layout.addLayout(buttons)
         bridge.connected.connect(self._on_bridge_connected)
         bridge.ui_settings_changed.connect(self._on_bridge_ui_settings_changed)
-        bridge.state_changed.connect(lambda _: self._update_actions())
+        bridge.state_changed.connect(self._update_actions)
         self._update_actions()
 
     # -- the form -----------------------------------------------------------------------
@@ -190,7 +190,7 @@ class SettingsPage(QWidget):
     def _on_form_changed(self, *_: Any) -> None:
         self._update_actions()
 
-    def _update_actions(self) -> None:
+    def _update_actions(self, *_: object) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
         idle = connected and not self._ops.busy
         self.save_button.setEnabled(idle and self.changed())

@@ -55,7 +55,7 @@ class AbPanel(QGroupBox):
         self.engine_a.currentIndexChanged.connect(lambda _: self._fill_models())
         self.engine_b.currentIndexChanged.connect(lambda _: self._fill_models())
         # Its progress comes by the change feed, as the run's job moves.
-        bridge.jobs_changed.connect(lambda _: self._hear_progress())
+        bridge.jobs_changed.connect(self._hear_progress)
         bridge.feed_reset.connect(self._ask_progress)
         bridge.engines_changed.connect(self._on_engines)
         # A model imported or deleted anywhere shows in the model lists at once.
@@ -175,7 +175,7 @@ class AbPanel(QGroupBox):
         # The feed may have told its end before this answer came.
         self._hear_progress()
 
-    def _hear_progress(self) -> None:
+    def _hear_progress(self, *_: object) -> None:
         """The run's progress as the change feed last told it (its job's detail)."""
         progress = self._bridge.ab_progress(self.job) if self.job is not None else None
         if progress is not None:

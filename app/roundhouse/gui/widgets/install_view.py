@@ -133,7 +133,7 @@ class InstallView(QWidget):
         self._repaint.setSingleShot(True)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self._paint)
-        bridge.jobs_changed.connect(lambda _: self._hear())
+        bridge.jobs_changed.connect(self._hear)
         bridge.feed_reset.connect(self._on_feed_reset)
         self.hide()
 
@@ -247,7 +247,7 @@ class InstallView(QWidget):
 
     # -- answers ------------------------------------------------------------------------
 
-    def _hear(self) -> None:
+    def _hear(self, *_: object) -> None:
         """The job as the change feed last told it (its install shape in the job's view)."""
         job = self.job
         heard = self._bridge.jobs.get(job.id) if job is not None and self._following else None

@@ -139,8 +139,8 @@ class LibraryView(QWidget):
         self._visible_timer.timeout.connect(self.request_visible_fits)
         self.view.verticalScrollBar().valueChanged.connect(self._settle_visible)
         fits.changed.connect(self._on_fits_changed)
-        bridge.state_changed.connect(lambda _: self._update_actions())
-        bridge.instances_changed.connect(lambda _: self._show_rows())
+        bridge.state_changed.connect(self._update_actions)
+        bridge.instances_changed.connect(self._show_rows)
         # The daemon lists new GGUF files from their first metadata and reads the rest just
         # after; the change feed brings the list again as it changes (headers read, a scan,
         # an import or a delete made anywhere).
@@ -207,7 +207,7 @@ class LibraryView(QWidget):
         self._listing = None
         self._update_actions()
 
-    def _show_rows(self) -> None:
+    def _show_rows(self, *_: object) -> None:
         """The listed models, each with the state of the engine that runs it (if one does)."""
         models = self.listed.models if self.listed else []
         self.models.set_rows([library_row(m, self.running.status_of(m)) for m in models])
@@ -395,7 +395,7 @@ class LibraryView(QWidget):
     def _say(self, text: str) -> None:
         self.message_label.setText(text)
 
-    def _update_actions(self) -> None:
+    def _update_actions(self, *_: object) -> None:
         connected = self._bridge.state == ConnectionState.CONNECTED
         idle = connected and not self._ops.busy
         chosen = self.selected() is not None
