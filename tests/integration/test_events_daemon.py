@@ -40,6 +40,9 @@ from tests.daemon_process import DaemonProcess, path_with, running_daemon, start
 pytestmark = pytest.mark.timeout(300)
 
 READY_TIMEOUT_S = 90.0
+# How long an event may take to come: bounds for a loaded machine, not a goal (the
+# library reads a file's header before it lists it).
+WAIT_S = 30.0
 
 E = TypeVar("E", LibraryEvent, GatewayEvent)
 
@@ -183,18 +186,21 @@ def test_an_import_a_delete_and_a_preset_show_as_library_and_gateway_events(
                             return event
                 raise AssertionError("the feed ended")
 
+            before_import = since
             imported = await client.import_gguf(ImportRequest(path=str(tiny_gguf)))
             listed = await asyncio.wait_for(
                 next_event(LibraryEvent, lambda e: any(m.id == imported.id for m in e.data.models)),
-                10,
+                WAIT_S,
             )
             assert imported.served_id is not None
+            # The gateway's event may come before the library's: look from the import on.
+            since = before_import
             await asyncio.wait_for(
                 next_event(
                     GatewayEvent,
                     lambda e: any(m.id == imported.served_id for m in e.data.models),
                 ),
-                10,
+                WAIT_S,
             )
             await client.save_preset(
                 Preset(
@@ -208,12 +214,12 @@ def test_an_import_a_delete_and_a_preset_show_as_library_and_gateway_events(
                 next_event(
                     GatewayEvent, lambda e: any(m.preset == "events-preset" for m in e.data.models)
                 ),
-                10,
+                WAIT_S,
             )
             await client.delete_library_model(imported.id)
             gone = await asyncio.wait_for(
                 next_event(LibraryEvent, lambda e: all(m.id != imported.id for m in e.data.models)),
-                10,
+                WAIT_S,
             )
             assert gone.seq > listed.seq
 
