@@ -22,6 +22,8 @@ class InstanceOrigin(StrEnum):
     ADOPTED = "adopted"
     # Found running on this machine, not started by Roundhouse: stopping it asks first.
     EXTERNAL = "external"
+    # Runs on a paired machine (a peer daemon); requests go through that daemon's gateway.
+    PEER = "peer"
 
 
 class InstanceStatus(StrEnum):
@@ -118,6 +120,10 @@ class InstanceInfo(_Frozen):
     )
     launch_note: str | None = Field(
         default=None, description="what chose its settings and why, when the gateway started it"
+    )
+    machine: str | None = Field(
+        default=None,
+        description="for an instance on a paired machine: that peer's id; None on this machine",
     )
 
 

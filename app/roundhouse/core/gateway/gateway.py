@@ -72,8 +72,11 @@ class Gateway:
         library: StartableSource | None = None,
         local: LibraryStartables | None = None,
         clock: Callable[[], float] = time.time,
+        remote: Callable[[], list[InstanceInfo]] | None = None,
     ) -> None:
         self.instances = instances
+        # Instances on paired machines: routed to like this machine's, never unloaded here.
+        self.remote = remote or _none
         self.upstream = upstream or Upstream()
         self.usage = UsageCounter()
         # What the gateway sees of each stream, for the metrics (time to first token, ...).
@@ -119,9 +122,13 @@ class Gateway:
 
     # -- what it serves -------------------------------------------------------------------
 
+    def candidates(self) -> list[InstanceInfo]:
+        """Every instance a request may go to: this machine's, then paired machines'."""
+        return [*self.instances.all(memory=False), *self.remote()]
+
     def listed(self) -> list[Listed]:
         """Serving, loading and startable models, each id once, then the aliases."""
-        found = list_models(self.instances.all(memory=False), self.library(), self.starter.loading)
+        found = list_models(self.candidates(), self.library(), self.starter.loading)
         return with_aliases(found, self._settings().gateway.aliases)
 
     def model_list(self) -> GatewayModelList:
@@ -147,7 +154,7 @@ class Gateway:
 
     def route(self, model: str) -> Route:
         name, via = self.aliased(model)
-        found = route(self.instances.all(memory=False), name, self._is_preset)
+        found = route(self.candidates(), name, self._is_preset)
         return replace(found, model=name, via=via)
 
     def aliased(self, model: str) -> tuple[str, str]:
@@ -203,7 +210,7 @@ class Gateway:
         started: InstanceInfo | None = None
         rescanned = False
         while True:
-            instances = self.instances.all(memory=False)
+            instances = self.candidates()
             try:
                 return replace(route(instances, model, self._is_preset), model=model, via=via)
             except ModelNotReady as exc:
@@ -294,7 +301,7 @@ class Gateway:
         """Per instance: requests and tokens counted, in flight, waiting, last use, TTL."""
         ttl = self._settings().gateway.idle_ttl_s
         report = []
-        for info in self.instances.all(memory=False):
+        for info in self.candidates():
             if info.status == InstanceStatus.FAILED:
                 continue
             counted = self.usage.get(info.id)
@@ -391,6 +398,10 @@ class Gateway:
             self._reaper = None
         await self.starter.aclose()
         await self.upstream.aclose()
+
+
+def _none() -> list[InstanceInfo]:
+    return []
 
 
 def check_interval(ttl_s: float) -> float:

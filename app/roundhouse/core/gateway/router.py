@@ -26,7 +26,12 @@ __all__ = [
 ]
 
 # Engines Roundhouse started answer first: their lifetime and output are ours to manage.
-_ORIGIN_RANK = {InstanceOrigin.STARTED: 0, InstanceOrigin.ADOPTED: 1, InstanceOrigin.EXTERNAL: 2}
+_ORIGIN_RANK = {
+    InstanceOrigin.STARTED: 0,
+    InstanceOrigin.ADOPTED: 1,
+    InstanceOrigin.EXTERNAL: 2,
+    InstanceOrigin.PEER: 3,
+}
 # Statuses from which an instance will (soon) serve again: the model is busy, not unknown.
 COMING = frozenset(
     {
