@@ -47,6 +47,7 @@ from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.gateway.budget_engines import ENGINES, Asker, EngineRefused, Refusal
 from roundhouse.core.gateway.errors import ContextTooLong, message_of
 from roundhouse.core.gateway.fields import CHAT, COMPLETIONS
+from roundhouse.core.gateway.remote import is_peer
 from roundhouse.core.gateway.upstream import UPSTREAM_ERRORS, Upstream
 
 log = logging.getLogger(__name__)
@@ -168,9 +169,10 @@ class ContextBudget:
         self, info: InstanceInfo, model: str, api: str, body: dict[str, Any], size: int
     ) -> None:
         """Raise ContextTooLong when `body` (`size` bytes as sent) cannot fit the context
-        the instance gives one request to `model` (the engine's name for it)."""
+        the instance gives one request to `model` (the engine's name for it). A paired
+        machine's gateway checks its own engines."""
         engine = ENGINES.get(info.engine)
-        if engine is None:
+        if engine is None or is_peer(info):
             return
         ask = asked(api, body, size)
         if ask is None:

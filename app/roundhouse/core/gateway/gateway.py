@@ -35,6 +35,7 @@ from roundhouse.core.gateway.library import (
 from roundhouse.core.gateway.listing import Listed, list_models, with_aliases
 from roundhouse.core.gateway.live import LiveStats
 from roundhouse.core.gateway.native import NativeApis
+from roundhouse.core.gateway.remote import NoRemote, RemoteInstances, is_peer
 from roundhouse.core.gateway.residency import expired
 from roundhouse.core.gateway.router import COMING, Route, held_back, route, serving
 from roundhouse.core.gateway.scheduler import Lease, Scheduler
@@ -72,12 +73,12 @@ class Gateway:
         library: StartableSource | None = None,
         local: LibraryStartables | None = None,
         clock: Callable[[], float] = time.time,
-        remote: Callable[[], list[InstanceInfo]] | None = None,
+        remote: RemoteInstances | None = None,
     ) -> None:
         self.instances = instances
         # Instances on paired machines: routed to like this machine's, never unloaded here.
-        self.remote = remote or _none
-        self.upstream = upstream or Upstream()
+        self.remote = remote or NoRemote()
+        self.upstream = upstream or Upstream(self.remote.context)
         self.usage = UsageCounter()
         # What the gateway sees of each stream, for the metrics (time to first token, ...).
         self.live = LiveStats()
@@ -124,7 +125,7 @@ class Gateway:
 
     def candidates(self) -> list[InstanceInfo]:
         """Every instance a request may go to: this machine's, then paired machines'."""
-        return [*self.instances.all(memory=False), *self.remote()]
+        return [*self.instances.all(memory=False), *self.remote.instances()]
 
     def listed(self) -> list[Listed]:
         """Serving, loading and startable models, each id once, then the aliases."""
@@ -362,7 +363,13 @@ class Gateway:
             "content-type": "application/json",
             "accept": "text/event-stream" if stream else "application/json",
         }
-        # The engine's own key for what Roundhouse started (ADR 21), an added endpoint's key.
+        # The engine's own key for what Roundhouse started (ADR 21), an added endpoint's key,
+        # a paired machine's key (not kept here: unpairing drops it at once).
+        if is_peer(info):
+            peer_key = self.remote.key(info)
+            if peer_key:
+                headers["authorization"] = f"Bearer {peer_key}"
+            return headers
         if info.id not in self._keys:
             self._keys[info.id] = await self.instances.upstream_key(info.id)
         key = self._keys[info.id]
@@ -398,10 +405,6 @@ class Gateway:
             self._reaper = None
         await self.starter.aclose()
         await self.upstream.aclose()
-
-
-def _none() -> list[InstanceInfo]:
-    return []
 
 
 def check_interval(ttl_s: float) -> float:

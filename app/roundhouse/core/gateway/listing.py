@@ -9,6 +9,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.gateway import GatewayModel, ModelState
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.core.gateway.library import Startable, listed_id
+from roundhouse.core.gateway.remote import is_peer, peer_name
 from roundhouse.core.gateway.router import COMING, by_preference, names_of, short_name
 
 
@@ -54,7 +55,11 @@ def list_models(
         else:
             continue
         library: Startable | None = None
-        if info.may_serve_presets:
+        if is_peer(info):
+            # Its machine's gateway named them; a name taken here already (this machine's,
+            # or another machine's) is listed as `machine/name`.
+            ids = [peer_name(info, m) if m in out else m for m in info.models]
+        elif info.may_serve_presets:
             matches = [s for s in startables if s.names & names_of(info)]
             claimed |= {s.key for s in matches}
             # Ollama serves many models by tag: those are its names already.

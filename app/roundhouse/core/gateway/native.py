@@ -5,6 +5,7 @@ from __future__ import annotations
 from roundhouse.api.engines import EngineId, NativeApi
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.engines.catalog import load_catalog
+from roundhouse.core.gateway.remote import PEER_PATHS, is_peer
 
 
 def native_api(engine: EngineId, api: str) -> NativeApi | None:
@@ -23,6 +24,9 @@ class NativeApis:
 
     def path(self, info: InstanceInfo, api: str) -> str | None:
         """The engine path to pass `api` through to, or None to translate."""
+        if is_peer(info):
+            # A paired machine's gateway: it passes through or translates for its engine.
+            return PEER_PATHS.get(api)
         native = native_api(info.engine, api)
         if native is None or self._key(info, api) in self._missing:
             return None

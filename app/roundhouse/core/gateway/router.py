@@ -9,6 +9,7 @@ from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.core.gateway.errors import ModelNotFound, ModelNotReady
+from roundhouse.core.gateway.remote import is_peer, peer_name, peer_prefix
 
 __all__ = [
     "COMING",
@@ -61,6 +62,9 @@ def by_preference(instances: list[InstanceInfo]) -> list[InstanceInfo]:
 def names_of(info: InstanceInfo) -> set[str]:
     """Every name a client may use for what this instance serves."""
     names = set(info.models)
+    if is_peer(info):
+        # The ids its machine's gateway lists, and each as `machine/id`, which only it takes.
+        return names | {peer_name(info, m) for m in info.models}
     if info.engine == EngineId.OLLAMA:
         # Ollama serves many models, by tag: `llama3` is `llama3:latest`.
         names |= {m.removesuffix(":latest") for m in info.models if m.endswith(":latest")}
@@ -79,6 +83,9 @@ def known_as(*names: str | None) -> set[str]:
 
 
 def _upstream_name(info: InstanceInfo, requested: str) -> str:
+    if is_peer(info):
+        # Its machine's gateway knows the model by its own id, not by `machine/id`.
+        return requested.removeprefix(f"{peer_prefix(info)}/")
     if requested in info.models or not info.models:
         return requested
     if info.engine == EngineId.OLLAMA and f"{requested}:latest" in info.models:

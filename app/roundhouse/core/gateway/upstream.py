@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import ipaddress
-from collections.abc import AsyncIterator, Mapping
+import ssl as ssl_module
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from typing import cast
 from urllib.parse import urlsplit
@@ -15,7 +17,7 @@ from aiohttp.client_reqrep import ClientRequest, ClientResponse
 from aiohttp.connector import Connection
 from multidict import CIMultiDictProxy
 
-from roundhouse.api.instances import InstanceInfo
+from roundhouse.api.instances import InstanceInfo, InstanceOrigin
 from roundhouse.core.gateway.errors import UpstreamFailed
 
 # aiohttp rather than httpx on this side (ADR 14): its C HTTP parser halves the daemon's CPU
@@ -194,11 +196,23 @@ class _TrackedRequest(ClientRequest):
         return await super().send(conn)
 
 
-class Upstream:
-    """One pool for engines on this machine and one for endpoints elsewhere, and beside
-    each a client that opens a new connection for every request, for sending again."""
+def _no_pin(info: InstanceInfo) -> ssl_module.SSLContext | None:
+    return None
 
-    def __init__(self) -> None:
+
+class Upstream:
+    """One pool for engines on this machine, one for endpoints elsewhere and one per paired
+    machine, and beside each a client that opens a new connection for every request, for
+    sending again."""
+
+    def __init__(
+        self, pinned: Callable[[InstanceInfo], ssl_module.SSLContext | None] = _no_pin
+    ) -> None:
+        # A paired machine's TLS context: trusts exactly the certificate pinned at pairing.
+        self._pinned = pinned
+        # Per paired machine and pinned certificate (a new pairing is a new pool), pooled
+        # and fresh.
+        self._peers: dict[tuple[str, bool], tuple[int, aiohttp.ClientSession]] = {}
         self._local: aiohttp.ClientSession | None = None
         self._remote: aiohttp.ClientSession | None = None
         self._fresh_local: aiohttp.ClientSession | None = None
@@ -248,6 +262,8 @@ class Upstream:
         )
 
     def _fresh_for(self, info: InstanceInfo) -> aiohttp.ClientSession:
+        if info.origin == InstanceOrigin.PEER:
+            return self._peer_session(info, fresh=True)
         if is_loopback(info.base_url):
             if self._fresh_local is None:
                 self._fresh_local = _session(ssl=False, fresh=True)
@@ -256,8 +272,28 @@ class Upstream:
             self._fresh_remote = _session(ssl=True, fresh=True)
         return self._fresh_remote
 
+    def _peer_session(self, info: InstanceInfo, *, fresh: bool) -> aiohttp.ClientSession:
+        """The pool for a paired machine: its pinned certificate only, on loopback too."""
+        context = self._pinned(info)
+        if context is None:
+            raise aiohttp.ClientConnectionError(
+                "the machine is no longer paired with this one (no pinned certificate)"
+            )
+        key = (info.machine or info.url, fresh)
+        held = self._peers.get(key)
+        if held is not None and held[0] == id(context):
+            return held[1]
+        if held is not None:
+            # Paired again since: the old pool trusts the old certificate.
+            _close_later(held[1])
+        session = _session(ssl=context, fresh=fresh)
+        self._peers[key] = (id(context), session)
+        return session
+
     def client_for(self, info: InstanceInfo) -> aiohttp.ClientSession:
         # Made on first use: a session belongs to the running event loop.
+        if info.origin == InstanceOrigin.PEER:
+            return self._peer_session(info, fresh=False)
         if is_loopback(info.base_url):
             if self._local is None:
                 # ssl=False: loopback engines speak plain http, and building the default
@@ -270,13 +306,26 @@ class Upstream:
         return self._remote
 
     async def aclose(self) -> None:
-        for session in (self._local, self._remote, self._fresh_local, self._fresh_remote):
+        peers = [session for _, session in self._peers.values()]
+        self._peers.clear()
+        for session in (self._local, self._remote, self._fresh_local, self._fresh_remote, *peers):
             if session is not None:
                 await session.close()
         self._local = self._remote = self._fresh_local = self._fresh_remote = None
 
 
-def _session(*, ssl: bool, fresh: bool = False) -> aiohttp.ClientSession:
+def _close_later(session: aiohttp.ClientSession) -> None:
+    """Close a pool no request will take again; streams on it end as they would anyway."""
+    task = asyncio.get_running_loop().create_task(session.close())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+# Closes under way: held so that they are not collected before they end.
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+def _session(*, ssl: bool | ssl_module.SSLContext, fresh: bool = False) -> aiohttp.ClientSession:
     # No limit on connections: many concurrent streams each hold one, and the gateway's own
     # queue already bounds them. trust_env=False: a proxy from HTTP(S)_PROXY must never see
     # loopback traffic, nor an endpoint whose address the user gave directly. `fresh`: a
