@@ -12,8 +12,10 @@ reasoning parser the model "thinks" first. Replies with reasoning or tool calls 
 scripted (see shapes.py). Stand-in-only flags: --load-seconds, --token-delay,
 --standin-shape, --reasoning-field (vLLM),
 --record-requests FILE (each request body, and the argv first, as JSON lines), --die-after
-(vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM). `vllm --version`
-prints the version the stand-in plays.
+(vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM), --join-timeout (vLLM
+across nodes). `vllm --version` prints the version the stand-in plays. vLLM's
+--nnodes/--node-rank/--master-addr/--master-port/--headless are checked and played: see
+nodes.py.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
+from tests.fakes.openai_engines.nodes import Head, NodeArgs, add_node_flags, follow, node_args
 from tests.fakes.openai_engines.server import VLLM_VERSION, Settings, make_server
 
 VLLM_IGNORED_VALUES = (
@@ -38,11 +41,6 @@ VLLM_IGNORED_VALUES = (
     ("--gpu-memory-utilization",),
     ("--dtype",),
     ("--kv-cache-dtype",),
-    ("--distributed-executor-backend",),
-    ("--nnodes",),
-    ("--node-rank",),
-    ("--master-addr",),
-    ("--master-port",),
     ("--quantization", "-q"),
     ("--max-num-batched-tokens",),
     ("--swap-space",),
@@ -56,7 +54,6 @@ VLLM_IGNORED_VALUES = (
     ("--uvicorn-log-level",),
 )
 VLLM_IGNORED_SWITCHES = (
-    "--headless",
     "--trust-remote-code",
     "--enforce-eager",
     "--enable-prefix-caching",
@@ -136,7 +133,7 @@ def _ignored(
         group.add_argument(name, action="store_true")
 
 
-def vllm_settings(argv: list[str]) -> Settings:
+def vllm_settings(argv: list[str]) -> tuple[NodeArgs, Settings]:
     serve = bool(argv) and argv[0] == "serve"
     prog = "vllm serve" if serve else "python -m vllm.entrypoints.openai.api_server"
     parser = argparse.ArgumentParser(prog=prog, allow_abbrev=False)
@@ -164,11 +161,12 @@ def vllm_settings(argv: list[str]) -> Settings:
     )
     parser.add_argument("--die-after", type=float, metavar="S", help="/health 503 after S s")
     parser.add_argument("--metric-names", choices=["new", "old", "both"], default="both")
+    add_node_flags(parser)
     args = parser.parse_args(argv)
     model = getattr(args, "model_tag", None) or args.model
     if not model:
         parser.error("the model is required (vllm serve MODEL, or --model)")
-    return Settings(
+    return node_args(parser, args), Settings(
         personality="vllm",
         model=model,
         served_names=args.served_model_name or [model],
@@ -250,11 +248,17 @@ def main(argv: list[str] | None = None) -> int:
     if vllm and argv[1:] == ["--version"]:
         print(VLLM_VERSION)
         return 0
-    settings = vllm_settings(argv[1:]) if vllm else sglang_settings(argv[1:])
+    nodes: NodeArgs | None = None
+    if vllm:
+        nodes, settings = vllm_settings(argv[1:])
+    else:
+        settings = sglang_settings(argv[1:])
     if settings.record_path is not None:
         with Path(settings.record_path).open("a", encoding="utf-8") as out:
             redirects = os.environ.get("VLLM_MEDIA_URL_ALLOW_REDIRECTS")
-            out.write(json.dumps({"argv": argv, "media_redirects": redirects}) + "\n")
+            host_ip = os.environ.get("VLLM_HOST_IP")
+            record = {"argv": argv, "media_redirects": redirects, "vllm_host_ip": host_ip}
+            out.write(json.dumps(record) + "\n")
     stopping = threading.Event()
     server_box: list[ThreadingHTTPServer] = []
 
@@ -271,6 +275,18 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     name = "vLLM" if vllm else "SGLang"
     log(f"INFO:     {name} STAND-IN (pid {os.getpid()}) loading {settings.model}")
+    if nodes is not None and nodes.headless:
+        return follow(nodes, stopping)  # a follower serves no HTTP
+    head: Head | None = None
+    if nodes is not None and nodes.multi:
+        try:
+            head = Head(nodes, stopping)
+        except OSError as exc:
+            log(f"ERROR:    the master port {nodes.master_port} cannot be opened: {exc}")
+            return 1
+        if not head.gather():
+            head.close()
+            return 0 if stopping.is_set() else 1
     if vllm:  # vLLM's HTTP server listens only once the model is loaded
         if stopping.wait(settings.load_s):
             return 0
@@ -295,11 +311,23 @@ def main(argv: list[str] | None = None) -> int:
             log("ERROR:    EngineDeadError: EngineCore encountered an issue (--die-after)")
 
     threading.Thread(target=announce, daemon=True).start()
+    if head is not None:
+        lost = head.lost
+
+        def end_with_a_node() -> None:
+            # vLLM's engine dies with any node's workers, and its API server with it.
+            lost.wait()
+            if not stopping.is_set():
+                threading.Thread(target=server.shutdown, daemon=True).start()
+
+        threading.Thread(target=end_with_a_node, daemon=True).start()
     try:
         server.serve_forever(poll_interval=0.05)
     finally:
         server.server_close()
-    return 0
+        if head is not None:
+            head.close()
+    return 1 if head is not None and head.lost.is_set() and not stopping.is_set() else 0
 
 
 if __name__ == "__main__":
