@@ -1,0 +1,129 @@
+"""Schemas of paired machines: the pairing exchange between two daemons, the control API's
+list, code and pairing requests, and what a peer tells about itself."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from roundhouse.api.hardware import HardwareInventory
+from roundhouse.api.instances import InstanceInfo
+
+# A pairing request carries two certificates' worth of text at most.
+MAX_PAIR_BODY = 16 * 1024
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PairRequest(_Frozen):
+    """`POST /peer/v1/pair` from the machine the code was typed on (the initiator)."""
+
+    name: str = Field(min_length=1, max_length=200, description="the initiator's machine name")
+    port: int = Field(ge=0, le=65535, description="its peer listener's port; 0: not listening")
+    cert_pem: str = Field(min_length=1, max_length=8192)
+    key: str = Field(
+        min_length=32, max_length=200, description="the key the responder will call it with"
+    )
+    proof: str = Field(min_length=64, max_length=64)
+
+
+class PairReply(_Frozen):
+    """The responder's answer: its own key for the initiator, and its proof."""
+
+    name: str = Field(min_length=1, max_length=200)
+    key: str = Field(min_length=32, max_length=200)
+    proof: str = Field(min_length=64, max_length=64)
+    version: str = ""
+
+
+class PeerInfo(_Frozen):
+    """A paired machine, as the control API lists it."""
+
+    id: str
+    name: str
+    host: str
+    port: int
+    fingerprint: str
+    paired_at: float = Field(description="seconds since the Unix epoch")
+    reachable: bool | None = Field(
+        default=None, description="whether it answered just now; None: not asked"
+    )
+    error: str | None = Field(default=None, description="why it did not answer, in words")
+    version: str | None = None
+
+
+class PeerList(_Frozen):
+    peers: list[PeerInfo]
+    listener: PeerListenerStatus
+
+
+class PeerListenerStatus(_Frozen):
+    """This daemon's peer listener: where it listens, or why not."""
+
+    url: str | None = Field(default=None, description="https://host:port; None: off")
+    fingerprint: str
+    error: str | None = None
+
+
+class PairingCodeReply(_Frozen):
+    """`POST /api/v1/peers/code`: a code to type on the other machine."""
+
+    code: str = Field(description="shown as XXXXX-XXXXX")
+    expires_at: float
+    host: str | None = Field(default=None, description="the peer listener's address")
+    addresses: list[str] = Field(default=[], description="this machine's addresses to try")
+    port: int
+    fingerprint: str
+    listening: bool
+    error: str | None = Field(default=None, description="why the listener is not listening")
+
+
+class PairWith(_Frozen):
+    """`POST /api/v1/peers`: pair with the machine at host:port that shows `code`."""
+
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(default=11502, ge=1, le=65535)
+    code: str = Field(min_length=10, max_length=40)
+
+
+class Unpaired(_Frozen):
+    """`DELETE /api/v1/peers/{id}`: removed here; whether the other side was told."""
+
+    id: str
+    told_peer: bool
+    message: str
+
+
+class PeerLoad(_Frozen):
+    """Requests on one of the peer's instances now."""
+
+    instance: str
+    in_flight: int
+    queued: int
+
+
+class PeerState(_Frozen):
+    """`GET /peer/v1/state`: what a peer tells a paired machine about itself."""
+
+    name: str
+    version: str
+    fingerprint: str
+    hardware: HardwareInventory | None = None
+    instances: list[InstanceInfo] = []
+    load: list[PeerLoad] = []
+    startable: list[str] = Field(default=[], description="models it can start by name")
+
+
+class PeerStart(_Frozen):
+    """`POST /peer/v1/instances`: start `model` as the peer's gateway would for a request."""
+
+    model: str = Field(min_length=1, max_length=300)
+
+
+class PeerStopped(_Frozen):
+    instance: str
+    stopped: bool
+
+
+PeerList.model_rebuild()
