@@ -22,6 +22,15 @@ class ModelState(StrEnum):
     STARTABLE = "startable"
 
 
+class CircuitState(StrEnum):
+    # Requests go to it.
+    CLOSED = "closed"
+    # It failed: it takes no requests until a health check finds it answering.
+    OPEN = "open"
+    # A health check found it answering: the next request's outcome closes or opens it.
+    HALF_OPEN = "half-open"
+
+
 class GatewayModel(_Frozen):
     id: str = Field(description="the name to put in a request's `model`")
     engine: EngineId
@@ -45,6 +54,48 @@ class GatewayModelList(_Frozen):
     default_model: str | None = Field(
         default=None, description="what a name nothing lists is served by (a setting)"
     )
+    circuits: dict[str, CircuitState] = Field(
+        default_factory=dict,
+        description="instances whose circuit is not closed (open or half-open), by id: the "
+        "change feed's gateway event says when one opens or closes",
+    )
+
+
+class RouteInstance(_Frozen):
+    """One instance a model's requests may go to, as the gateway sees it."""
+
+    instance: str
+    engine: EngineId
+    machine: str | None = Field(default=None, description="a paired machine; None: this one")
+    status: str = Field(description="the instance's own status (ready, loading, ...)")
+    circuit: CircuitState = CircuitState.CLOSED
+    failures: int = Field(default=0, description="failures in a row since the last success")
+    last_error: str | None = Field(default=None, description="why it last failed, in words")
+    next_check_in_s: float | None = Field(
+        default=None, description="an open circuit: seconds until its next health check"
+    )
+    in_flight: int = 0
+    queued: int = 0
+    context: int | None = Field(
+        default=None, description="the context of one request, once the engine said it"
+    )
+
+
+class ModelRoute(_Frozen):
+    model: str
+    instances: list[RouteInstance] = Field(
+        description="in the order a request tries them now: healthy and least busy first"
+    )
+    fallbacks: list[str] = Field(
+        default_factory=list,
+        description="models tried in turn when no healthy instance serves it (a setting)",
+    )
+
+
+class GatewayRoutes(_Frozen):
+    """`GET /api/v1/gateway/routes`: per model, where requests go and each one's health."""
+
+    routes: list[ModelRoute]
 
 
 class ServeRequest(_Frozen):

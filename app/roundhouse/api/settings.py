@@ -151,6 +151,28 @@ class GatewaySettings(BaseModel):
         description="the model that serves a request naming a model nothing lists or "
         "starts; None refuses such a request (404)",
     )
+    fallbacks: dict[str, list[str]] = Field(
+        default={},
+        description="per model, the models tried in turn when no healthy instance serves it "
+        "or the prompt is longer than its instances' context (e.g. qwen3-8b: [qwen3-4b])",
+    )
+    circuit_failures: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="failures in a row (no connection, 502/503, a broken stream) after which "
+        "an instance's circuit opens and it takes no requests until a health check passes",
+    )
+    circuit_backoff_s: float = Field(
+        default=1.0,
+        ge=0.1,
+        le=600,
+        description="the first wait before an open circuit's health check; it doubles after "
+        "each failed check, up to circuit_backoff_max_s",
+    )
+    circuit_backoff_max_s: float = Field(
+        default=60.0, ge=0.1, le=3600, description="the longest wait between health checks"
+    )
 
     @field_validator("aliases")
     @classmethod
@@ -169,6 +191,21 @@ class GatewaySettings(BaseModel):
                     f"{out[to]!r}): point {alias!r} at {out[to]!r} instead, so no alias "
                     "leads to another or back to itself"
                 )
+        return out
+
+    @field_validator("fallbacks")
+    @classmethod
+    def _fallbacks(cls, chains: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Model names, none falling back on itself."""
+        out: dict[str, list[str]] = {}
+        for name, chain in chains.items():
+            model = check_model_name(name, "a model with fallbacks")
+            others = [check_model_name(other, "a fallback") for other in chain]
+            if model in others:
+                raise ValueError(
+                    f"the fallbacks of {model!r} name {model!r} itself: list other models"
+                )
+            out[model] = list(dict.fromkeys(others))
         return out
 
     @field_validator("default_model")

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from roundhouse.api.gateway import GatewayModelList
@@ -16,6 +16,7 @@ from roundhouse.api.settings import Settings
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.gateway.active import listed_name, resolve_active, served_by
 from roundhouse.core.gateway.budget import ContextBudget
+from roundhouse.core.gateway.choice import Load
 from roundhouse.core.gateway.errors import (
     GatewayError,
     ModelNotFound,
@@ -24,6 +25,13 @@ from roundhouse.core.gateway.errors import (
     StartFailed,
     UpstreamFailed,
 )
+from roundhouse.core.gateway.failover import (
+    RETRY_STATUSES,
+    FailedBeforeReply,
+    NoHealthyInstance,
+    pick,
+)
+from roundhouse.core.gateway.health import Health
 from roundhouse.core.gateway.jit import POLL_S, READY_MARGIN_S, Starter
 from roundhouse.core.gateway.library import (
     LibraryStartables,
@@ -91,6 +99,9 @@ class Gateway:
         self.library = self.presets if local is None else combined(self.presets, local)
         self.scheduler = Scheduler(lambda: self._settings().gateway.max_concurrent, clock)
         self.starter = Starter(instances, self.scheduler, settings)
+        # Each instance's circuit, and the health checks of open ones (failover).
+        self.health = Health(lambda: self._settings().gateway, self._check_health)
+        self.load = Load(lambda i: self.health.breaker(i).state, self._busy)
         self._reaper: asyncio.Task[None] | None = None
         # Keys per instance: engines' derived ones, and added endpoints' read from the
         # keyring once rather than per request.
@@ -139,6 +150,7 @@ class Gateway:
             models=[entry.model for entry in listed],
             active_model=resolve_active(settings.chat.active_model, listed),
             default_model=settings.gateway.default_model,
+            circuits=self.health.circuits(),
         )
 
     def model_of(self, instance_id: str) -> str | None:
@@ -175,9 +187,10 @@ class Gateway:
 
     # -- admitting a request --------------------------------------------------------------
 
-    async def acquire(self, model: str) -> tuple[Route, Lease]:
+    async def acquire(self, model: str, avoid: frozenset[str] = frozenset()) -> tuple[Route, Lease]:
         """The instance to send a request for `model` to, and a slot on it held until the
-        reply ends: starts the model first when that is on and the library can."""
+        reply ends: starts the model first when that is on and the library can. Not one of
+        `avoid`: those the request failed on already."""
         self.start()
         config = self._settings().gateway
         deadline = self.scheduler.clock() + config.queue_timeout_s
@@ -186,6 +199,7 @@ class Gateway:
             deadline,
             jit=config.just_in_time,
             limit=config.max_concurrent + config.queue_size,
+            avoid=avoid,
         )
         # No await between routing and taking the slot: an instance with a slot taken is
         # never idle, so nothing unloads it under the request.
@@ -203,7 +217,15 @@ class Gateway:
         self.scheduler.touch(target.instance.id)
         return target.instance
 
-    async def _resolve(self, asked: str, deadline: float, *, jit: bool, limit: int | None) -> Route:
+    async def _resolve(
+        self,
+        asked: str,
+        deadline: float,
+        *,
+        jit: bool,
+        limit: int | None,
+        avoid: frozenset[str] = frozenset(),
+    ) -> Route:
         """The route for `asked`: an alias replaced by its target, and a name nothing lists
         or starts by the default model when one is set."""
         model, via = self.aliased(asked)
@@ -212,6 +234,9 @@ class Gateway:
         rescanned = False
         while True:
             instances = self.candidates()
+            picked = self._pick(instances, model, avoid)
+            if picked is not None:
+                return picked if picked.via else replace(picked, via=via)
             try:
                 return replace(route(instances, model, self._is_preset), model=model, via=via)
             except ModelNotReady as exc:
@@ -286,6 +311,48 @@ class Gateway:
         with self.scheduler.pending(info.id):
             await asyncio.sleep(POLL_S)
 
+    def _pick(
+        self, instances: list[InstanceInfo], model: str, avoid: frozenset[str]
+    ) -> Route | None:
+        """The healthy least busy instance for `model`, or a fallback's (failover.pick)."""
+        return pick(
+            instances,
+            model,
+            self.load,
+            avoid=avoid,
+            fallbacks=self._settings().gateway.fallbacks.get(model, []),
+            aliased=lambda name: self.aliased(name)[0],
+            is_preset=self._is_preset,
+            startable=find(self.library(), model) is not None,
+        )
+
+    def elsewhere(self, asked: str, tried: Collection[str]) -> bool:
+        """Whether an instance not in `tried` (or a fallback's) takes a request for `asked`
+        now: then one that failed before its reply is sent there."""
+        try:
+            return (
+                self._pick(self.candidates(), self.aliased(asked)[0], frozenset(tried)) is not None
+            )
+        except NoHealthyInstance:
+            return False
+
+    def _busy(self, instance_id: str) -> int:
+        """Requests in flight on the instance and waiting for it."""
+        scheduler = self.scheduler
+        waiting = scheduler.queued(instance_id) + self.starter.waiting_for(instance_id)
+        return scheduler.in_flight(instance_id) + waiting
+
+    async def _check_health(self, instance_id: str) -> bool:
+        """Whether the instance answers its readiness probe: the supervisor's probe for an
+        engine this daemon runs; for another, whether it is listed ready (a scan, or its
+        machine, says so), and the next request's outcome settles the circuit."""
+        probed = await self.instances.check_health(instance_id)
+        if probed is not None:
+            return probed
+        return any(
+            i.id == instance_id and i.status == InstanceStatus.READY for i in self.candidates()
+        )
+
     def _not_found(self, model: str) -> str:
         names = [f"'{e.model.id}'" for e in self.listed()]
         offer = ", ".join(names) if names else "none"
@@ -345,6 +412,7 @@ class Gateway:
             present = {i.id for i in instances}
             self.starter.started &= present
             self.scheduler.forget_except(present)
+            self.health.forget_except({i.id for i in self.candidates()})
             due = expired(instances, self.starter.started, self.scheduler, ttl, self.starter.busy())
             if not due:
                 return stopped
@@ -388,10 +456,14 @@ class Gateway:
             async with asyncio.timeout(HEADERS_TIMEOUT_S):
                 response = await self.upstream.post(info, url, body, headers, stream=stream)
         except UPSTREAM_ERRORS as exc:
-            raise UpstreamFailed(
-                f"The {info.engine.value} instance {info.id} at {info.base_url} did not answer: "
-                f"{_why(exc)}."
-            ) from exc
+            why = f"{info.id} at {info.base_url} did not answer: {_why(exc)}"
+            self.health.failed(info.id, why)
+            # Nothing reached the client: another instance may take the request.
+            raise FailedBeforeReply(f"The {info.engine.value} instance {why}.", info.id) from exc
+        if response.status in RETRY_STATUSES:
+            self.health.failed(info.id, f"it answered {response.status}")
+        else:
+            self.health.succeeded(info.id)
         if 300 <= response.status < 400:
             # Not followed: the request, and an endpoint's key, go only where the user chose.
             location = response.headers.get("location")
@@ -404,6 +476,7 @@ class Gateway:
             await cancel_and_wait(self._reaper)
             self._reaper = None
         await self.starter.aclose()
+        await self.health.aclose()
         await self.upstream.aclose()
 
 

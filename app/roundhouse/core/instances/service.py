@@ -244,6 +244,14 @@ class InstanceService:
             return await self._external.endpoint_key(instance_id)
         return self._manager.engine_key(instance_id)
 
+    async def check_health(self, instance_id: str) -> bool | None:
+        """Whether an engine this daemon runs answers its readiness probe now; None for one
+        it does not run (a scan, or its own machine, says how that one is)."""
+        try:
+            return await self._manager.check_health(instance_id)
+        except NotFoundError:
+            return None
+
     async def allow_presets(self, instance_id: str, allowed: bool) -> InstanceInfo:
         """Let an engine Roundhouse did not start serve the models presets start, or not."""
         return await self._external.allow_presets(instance_id, allowed)

@@ -17,6 +17,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.chat.turns import GatewayAnswer
 from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
+from roundhouse.core.gateway.failover import RETRY_STATUSES, FailedBeforeReply, is_retryable
 from roundhouse.core.gateway.fields import (
     CHAT,
     COMPLETIONS,
@@ -207,12 +208,26 @@ async def _payloads(events: AsyncIterable[str | bytes | memoryview]) -> AsyncGen
 async def _admit_and_forward(
     gateway: Gateway, surface: Surface, prepared: Prepared, raw: bytes, began: float
 ) -> Response:
-    target, lease = await gateway.acquire(prepared.model)
-    try:
-        return await _forward(gateway, surface, target, lease, prepared, raw, began)
-    except BaseException:
-        lease.release()
-        raise
+    # Instances the request failed on before any reply reached the client (or whose
+    # context it does not fit): it goes to another, or fails with the first error.
+    tried: set[str] = set()
+    first: GatewayError | None = None
+    while True:
+        try:
+            target, lease = await gateway.acquire(prepared.model, frozenset(tried))
+        except GatewayError as exc:
+            if first is not None:
+                raise first from exc  # what went wrong says more than "none other is up"
+            raise
+        try:
+            return await _forward(gateway, surface, target, lease, prepared, raw, began, tried)
+        except BaseException as exc:
+            lease.release()
+            if not is_retryable(exc):
+                raise
+            assert isinstance(exc, GatewayError)
+            tried.add(target.instance.id)
+            first = first or exc
 
 
 async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, _T]) -> _T | None:
@@ -264,9 +279,11 @@ async def _forward(
     prepared: Prepared,
     raw: bytes,
     began: float,
+    tried: set[str] | None = None,
 ) -> Response:
     """Send the request on and answer with the reply; a streamed reply holds `lease` until
-    it ends, any other releases it here."""
+    it ends, any other releases it here. A 502 or 503 from the engine, before any of its body,
+    raises FailedBeforeReply where another instance may take the request (not one `tried`)."""
     info = target.instance
     # Before the model name is rewritten or anything is sent: counted as the client wrote it.
     if prepared.budget is not None:
@@ -281,6 +298,13 @@ async def _forward(
         gateway.native.missing(info, surface.name)
         plan = surface.plan(prepared, info, None)
         upstream = await _send(gateway, target, plan, prepared, raw)
+    if upstream.status_code in RETRY_STATUSES and gateway.elsewhere(
+        prepared.model, {*(tried or ()), info.id}
+    ):
+        upstream.close()
+        raise FailedBeforeReply(
+            f"The instance {info.id} answered {upstream.status_code}.", instance_id=info.id
+        )
     forward_usage = plan.forward_usage
     instance_id = info.id
     api = f"{surface.name}/{plan.taken}"
@@ -340,7 +364,12 @@ async def _forward(
         gateway.usage.record(instance_id, usage, api)
         meter.finish(usage)
 
-    events = _relay(upstream, forward_usage, on_usage, meter.chunk, meter.timings)
+    def on_broken(why: str) -> None:
+        gateway.health.failed(instance_id, f"its stream broke off: {why}")
+
+    events = _relay(
+        upstream, forward_usage, on_usage, meter.chunk, meter.timings, (info, on_broken)
+    )
     if plan.events is not None:
         events = plan.events(events)
     return _LeasedStream(
@@ -414,6 +443,7 @@ async def _relay(
     on_usage: Callable[[Any], None],
     on_events: Callable[[int], None],
     on_timings: Callable[[Any], None],
+    broken: tuple[InstanceInfo, Callable[[str], None]] | None = None,
 ) -> AsyncIterator[bytes]:
     # Closing the engine's response on every exit, a client that went away included (the
     # server cancels this generator), stops the engine generating for nobody.
@@ -427,10 +457,21 @@ async def _relay(
         ):
             yield event
     except UPSTREAM_ERRORS as exc:
-        # Headers are sent already: the error goes in the stream, as OpenAI's does.
+        # Headers are sent already: the error goes in the stream, as OpenAI's does. It names
+        # the instance, whose circuit counts the failure: a retry goes to another one.
+        why = str(exc) or exc.__class__.__name__
+        message = f"The engine broke off the stream: {why}."
+        if broken is not None:
+            info, on_broken = broken
+            on_broken(why)
+            message = (
+                f"The {info.engine.value} instance {info.id} at {info.base_url} broke off the "
+                f"stream ({why}): it stopped or failed mid-reply. Send the request again: "
+                "the gateway sends it to another instance serving the model, if one is healthy."
+            )
         error = {
             "error": {
-                "message": f"The engine broke off the stream: {exc or exc.__class__.__name__}.",
+                "message": message,
                 "type": "server_error",
                 "code": "upstream_broken",
             }
