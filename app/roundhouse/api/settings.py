@@ -275,6 +275,29 @@ class ModelsSettings(BaseModel):
     )
 
 
+class PeersSettings(BaseModel):
+    """Paired machines (docs/machines.md): the peer listener and discovery."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    listen_host: str = Field(
+        default="",
+        description="the address the peer listener binds (TLS) for paired machines, e.g. "
+        "0.0.0.0; empty: off (this machine can still pair with others)",
+    )
+    port: int = Field(default=11502, ge=1, le=65535, description="the peer listener's port")
+    name: str = Field(
+        default="",
+        max_length=200,
+        description="this machine's name as its peers show it; empty: the host name",
+    )
+    discovery: bool = Field(
+        default=False,
+        description="advertise the peer listener on the LAN with mDNS (_roundhouse._tcp) so "
+        "`roundhouse peers discover` finds it; pairing still needs the code",
+    )
+
+
 class UiSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -307,4 +330,5 @@ class Settings(BaseModel):
     gateway: GatewaySettings = GatewaySettings()
     chat: ChatSettings = ChatSettings()
     models: ModelsSettings = ModelsSettings()
+    peers: PeersSettings = PeersSettings()
     ui: UiSettings = UiSettings()
