@@ -136,13 +136,23 @@ class GatewayListener(_Frozen):
 class GatewayStatus(_Frozen):
     listeners: list[GatewayListener]
     key_set: bool
+    key_kept_in: str = Field(
+        default="the system keyring",
+        description="where the daemon keeps the key: the system keyring, or on a machine "
+        "without one the path of a file only its user can read",
+    )
     usage: list[InstanceUsage]
 
 
 class GatewayKey(_Frozen):
-    """The key, shown when generated; kept in the OS keyring, never in a file."""
+    """The key, shown when generated; kept in the OS keyring, or on a machine without one in
+    a file only the daemon's user can read."""
 
     key: str
+    kept_in: str = Field(
+        default="the system keyring",
+        description="where the daemon keeps it (an answer's field; a request leaves it out)",
+    )
 
 
 class GatewayKeyShown(_Frozen):

@@ -28,8 +28,8 @@ def status_view(status: GatewayStatus) -> RenderableType:
         state = Text(listener.error, style="red") if listener.error else Text("listening", "green")
         listeners.add_row(listener.url, "required" if listener.needs_key else "none", state)
     key = (
-        "API key: set (kept in the keyring; `roundhouse launch AGENT --print --show-key` "
-        "or the app's Use with… show it)."
+        f"API key: set (kept in {status.key_kept_in}; `roundhouse launch AGENT --print "
+        "--show-key` or the app's Use with… show it)."
         if status.key_set
         else "API key: none. Set one with `roundhouse gateway key --generate`."
     )
@@ -66,7 +66,7 @@ def _print_new_key(answer: GatewayKey, generated: bool) -> None:
 
     console.print(
         f"{'Generated' if generated else 'Set'} the gateway API key. "
-        "It is kept in the keyring (the app's Use with… shows it again):",
+        f"It is kept in {answer.kept_in} (the app's Use with… shows it again):",
         highlight=False,
     )
     if generated:
@@ -89,8 +89,10 @@ def _print_new_key(answer: GatewayKey, generated: bool) -> None:
 def key(ctx: click.Context, action: str | None) -> None:
     """Generate, set or clear the gateway's API key (kept in the OS keyring).
 
-    Without a key, /v1 answers anyone on this machine and the gateway does not listen beyond
-    loopback. `--set` reads one line from stdin when it is not a terminal.
+    On a machine with no keyring (a headless server) the daemon keeps it in a file only you
+    can read, in its config folder; ROUNDHOUSE_SECRETS=file or =keyring (in the daemon's
+    environment) chooses. Without a key, /v1 answers anyone on this machine and the gateway
+    does not listen beyond loopback. `--set` reads one line from stdin when it is not a terminal.
     """
     from roundhouse.cli.daemon_link import daemon_client, run_async
     from roundhouse.cli.output import console, fail

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
 from roundhouse.base.paths import Home
+
+# What the app needs beyond the daemon and the commands: the `gui` extra (ADR 35).
+GUI_PACKAGES = ("PySide6", "pyqtgraph", "qasync")
+NO_GUI_PACKAGES = (
+    "The desktop app is not installed here (its Qt packages are missing): install Roundhouse "
+    "with it, `pipx install 'roundhouse[gui]'` or `pip install 'roundhouse[gui]'`, or use "
+    "`roundhouse serve` and the other commands (`roundhouse --help`), which need no Qt."
+)
+
+
+def gui_packages_missing() -> bool:
+    """True when an install without the `gui` extra lacks what the app imports."""
+    for name in GUI_PACKAGES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return True
+        except (ImportError, ValueError):
+            return True
+    return False
 
 
 def display_problem() -> str | None:
@@ -24,10 +44,14 @@ def display_problem() -> str | None:
 
 def open_app(home: Home, *, tray: bool = False) -> int:
     """Open the app; `tray` shows only the tray icon where there is a tray (at login)."""
-    problem = display_problem()
+    problem = NO_GUI_PACKAGES if gui_packages_missing() else display_problem()
     if problem is None:
         try:
             from roundhouse.gui.app import run_app
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in GUI_PACKAGES:
+                raise
+            problem = NO_GUI_PACKAGES
         except ImportError as exc:
             problem = (
                 f"The desktop app cannot start: {exc}. On Linux, install Qt's system libraries "
@@ -36,6 +60,8 @@ def open_app(home: Home, *, tray: bool = False) -> int:
         else:
             return int(run_app(home, tray=tray))
     # rich loads only on this path: the app's start-up does not pay for it.
+    from rich.markup import escape
+
     from roundhouse.cli.output import fail
 
-    fail(problem)
+    fail(escape(problem))  # the hint's `roundhouse[gui]` is text, not markup

@@ -22,6 +22,7 @@ from roundhouse.api.engines import EnginesOverview
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.core.errors import RoundhouseError
+from roundhouse.core.infra import secrets
 from roundhouse.core.infra.logs import configure_logging
 from roundhouse.core.infra.ports import PortInUseError, bind_listener
 from roundhouse.core.infra.settings import load_settings
@@ -148,6 +149,9 @@ def run_daemon(
             settings = load_settings(home.settings_file)
         except RoundhouseError as exc:
             raise DaemonStartError(exc.detail) from exc
+        # Where no keyring exists (a headless server), keys go to a file only this user can
+        # read, in this home's private config folder (ADR 35).
+        secrets.keep_file_in(home.config_dir)
         host = options.host or settings.daemon.host
         port = options.port if options.port is not None else settings.daemon.port
         sock = _bind(host, port, explicit=options.port is not None)

@@ -1,4 +1,5 @@
-"""The gateway's API key: kept in the OS keyring, cached by the daemon, never in a file.
+"""The gateway's API key: kept in the OS keyring (or, on a machine with none, in the file
+only the user can read that core.infra.secrets keeps), cached by the daemon.
 
 Other apps send it as `Authorization: Bearer <key>` (or `x-api-key`). It is read from the
 keyring once when the daemon starts and cached, so the check on every request costs no
@@ -12,6 +13,7 @@ cannot read a key it knows exists refuses every key rather than none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import string
@@ -63,6 +65,8 @@ class GatewayKeyStore:
         self._marker = marker
         # Why the keyring could not be read at start, if it could not; cleared by a change.
         self.error: str | None = None
+        # Where a key set now is kept, in words (the keyring, or the secrets file's path).
+        self.kept_in = keyring_secrets.KEYRING_WORDS
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -81,6 +85,7 @@ class GatewayKeyStore:
         """Read the key from the keyring (in a thread, bounded in time) if one was set."""
         async with self._lock:
             self._key, self.error = None, None
+            await self._learn_where()
             if self._marker is not None and not self._marker.exists():
                 return
             try:
@@ -104,6 +109,7 @@ class GatewayKeyStore:
         new = generate_key() if key is None else check_key(key)
         async with self._lock:
             await asyncio.to_thread(keyring_secrets.set_secret, SECRET_NAME, new)
+            await self._learn_where()
             self._key, self.error = new, None
             if self._marker is not None:
                 self._marker.parent.mkdir(parents=True, exist_ok=True)
@@ -120,3 +126,9 @@ class GatewayKeyStore:
                 self._marker.unlink(missing_ok=True)
         log.info("The gateway key was cleared.")
         return removed
+
+    async def _learn_where(self) -> None:
+        # In a thread: finding the keyring may ask D-Bus. A store that cannot be used says
+        # so when the key is read or set; the words keep their last value meanwhile.
+        with contextlib.suppress(RoundhouseError):
+            self.kept_in = await asyncio.to_thread(keyring_secrets.kept_in)

@@ -30,7 +30,10 @@ def gateway_status(services: DaemonServices) -> GatewayStatus:
                 other = other.model_copy(update={"error": unreadable})
             listeners.append(other)
     return GatewayStatus(
-        listeners=listeners, key_set=key_set, usage=services.gateway.usage_report()
+        listeners=listeners,
+        key_set=key_set,
+        key_kept_in=key.kept_in,
+        usage=services.gateway.usage_report(),
     )
 
 
@@ -52,11 +55,12 @@ async def get_key(services: Services) -> GatewayKeyShown:
 async def set_key(
     services: Services, given: Annotated[GatewayKey | None, Body()] = None
 ) -> GatewayKey:
-    """Store the given key, or generate one, in the keyring; the answer is the only place
-    the key is shown. A second listener that waited for a key starts."""
+    """Store the given key, or generate one, in the keyring (or the secrets file where there
+    is none); the answer is the only place the key is shown. A second listener that waited
+    for a key starts."""
     key = await services.gateway_key.set(given.key if given is not None else None)
     await services.apply_listeners()
-    return GatewayKey(key=key)
+    return GatewayKey(key=key, kept_in=services.gateway_key.kept_in)
 
 
 @router.delete("/key", response_model=GatewayStatus)
