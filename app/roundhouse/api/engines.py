@@ -180,6 +180,11 @@ class DetectedEngine(_Frozen):
     support: SupportLevel = SupportLevel.SUPPORTED
     where: str = Field(description="in words: 'on PATH', 'Ollama.app', 'in /venv/bin/python'")
     notes: list[str] = []
+    rpc_server: str | None = Field(
+        default=None,
+        description="llama.cpp: the rpc-server beside llama-server (builds with GGML_RPC), "
+        "which lends this machine's memory to a model split across machines",
+    )
 
 
 class MissingEngine(_Frozen):
@@ -256,6 +261,17 @@ class InstanceOptions(_Frozen):
         default=False,
         description="llama.cpp: log at info level (-lv 4), where current builds report each "
         "device's buffers after the load; about 30 more log lines per request",
+    )
+    # llama.cpp RPC: one model split across machines (ADR 36)
+    rpc: tuple[str, ...] = Field(
+        default=(),
+        description="llama.cpp: the rpc-servers (HOST:PORT) that hold part of the model "
+        "(--rpc); those on 127.0.0.1 are started and stopped with the instance",
+    )
+    tensor_split: tuple[float, ...] = Field(
+        default=(),
+        description="llama.cpp: each device's share of the model (--tensor-split), the RPC "
+        "workers first in --rpc order, then this machine's GPUs; empty: by free memory",
     )
 
 

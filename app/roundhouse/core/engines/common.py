@@ -44,6 +44,8 @@ CHOICES = {
     "trust_remote_code": "trusting remote code",
     "tool_parser": "a tool-call parser",
     "reasoning_parser": "a reasoning parser",
+    "rpc": "RPC workers",
+    "tensor_split": "a split across devices",
 }
 
 

@@ -22,6 +22,7 @@ from roundhouse.core.engines.catalog import load_catalog, platform_for, platform
 from roundhouse.core.engines.host import EngineHost
 from roundhouse.core.engines.install.hints import install_hint
 from roundhouse.core.engines.install.layout import CURRENT_FILE, VENVS_DIR, venv_python
+from roundhouse.core.engines.rpc import rpc_server_beside
 from roundhouse.core.engines.versions import (
     ParsedVersion,
     parse_dotted,
@@ -206,6 +207,7 @@ def _inspect(host: EngineHost, spec: EngineSpec, cand: _Candidate) -> DetectedEn
         build_info=parsed.build_info,
         where=cand.where,
         notes=[*parsed.notes, *notes],
+        rpc_server=rpc_server_beside(host, cand.path) if spec.id == EngineId.LLAMA_CPP else None,
     )
 
 

@@ -11,6 +11,7 @@ from roundhouse.core.engines.common import (
     plan,
     require_model,
 )
+from roundhouse.core.engines.rpc import rpc_args
 from roundhouse.core.engines.tool_parsers import check_not_twice
 from roundhouse.core.errors import InvalidInputError
 
@@ -49,7 +50,7 @@ OWNED = (
     "-m", "--model", "--host", "--port", "-c", "--ctx-size", "-ngl", "--n-gpu-layers",
     "--gpu-layers", "-t", "--threads", "-np", "--parallel", "-fa", "--flash-attn",
     "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--metrics", "-a", "--alias",
-    "--jinja", "--no-jinja", "--rerank", "--reranking",
+    "--jinja", "--no-jinja", "--rerank", "--reranking", "--rpc", "-ts", "--tensor-split",
 )  # fmt: skip
 # --api-key's environment twin (llama.cpp's common/arg.cpp); not LLAMA_ARG_API_KEY.
 API_KEY_ENV = "LLAMA_API_KEY"
@@ -88,6 +89,8 @@ def build(
         argv.append("--jinja")
     if params.reranking:
         argv.append("--reranking")
+    # The RPC workers hold their share of the layers; llama.cpp lists them before the GPUs.
+    argv += rpc_args(params.rpc, params.tensor_split)
     # A --reasoning-format in the extra arguments is the user's, and then the only one.
     check_not_twice(
         spec.title,

@@ -17,6 +17,9 @@ INSTALL_RECORD = ".roundhouse-install.json"
 LOCK_FILE = ".lock"
 # <engines>/venvs/<engine id>/: one virtual environment per Python engine.
 VENVS_DIR = "venvs"
+# llama.cpp's RPC worker, beside llama-server in a build: releases before the rename ship
+# rpc-server, newer builds ggml-rpc-server (the split across machines, ADR 36).
+RPC_SERVER_NAMES = ("rpc-server", "ggml-rpc-server")
 
 # A tag becomes a folder name: no separators, no leading dot, nothing a shell would mangle.
 _SAFE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -32,7 +32,7 @@ from roundhouse.api.installs import (
 from roundhouse.core.engines.install.archive import extract_archive
 from roundhouse.core.engines.install.assets import choose_asset
 from roundhouse.core.engines.install.errors import ChecksumError, InstallError
-from roundhouse.core.engines.install.layout import INSTALL_RECORD
+from roundhouse.core.engines.install.layout import INSTALL_RECORD, RPC_SERVER_NAMES
 from roundhouse.core.engines.install.managed import ManagedBuilds
 from roundhouse.core.engines.install.releases import fetch_release
 from roundhouse.core.engines.install.words import RELEASE_WORDS
@@ -259,6 +259,11 @@ def _unpack(
         extract_archive(partial / extra.name, exe.parent, stop=stop)
     if sys.platform != "win32":
         exe.chmod(0o755)
+        # The release archives ship the RPC worker beside the server (the split, ADR 36).
+        for name in RPC_SERVER_NAMES:
+            worker = exe.parent / name
+            if worker.is_file():
+                worker.chmod(0o755)
     return exe.parent
 
 
