@@ -225,10 +225,13 @@ def engine_pins(uv: str, engine: str, holds: dict[str, str], index: str, pins: P
 
 
 def build_lock(uv: str, index: str) -> None:
-    """Roundhouse's dependencies and PyInstaller, for every OS, as the build installs them."""
+    """Roundhouse's dependencies with the app's, and PyInstaller, for every OS, as the build
+    installs them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    tools = [r for r in project["optional-dependencies"]["dev"] if _name(r) == "pyinstaller"]
-    wanted = [*project["dependencies"], *tools]
+    extras = project["optional-dependencies"]
+    tools = [r for r in extras["dev"] if _name(r) == "pyinstaller"]
+    # The installers carry the desktop app: its Qt packages are the `gui` extra (ADR 35).
+    wanted = [*project["dependencies"], *extras["gui"], *tools]
     print("== the build's lock", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         locked = Path(scratch) / "lock.txt"
