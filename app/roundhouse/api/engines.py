@@ -20,6 +20,8 @@ class EngineId(StrEnum):
     SGLANG = "sglang"
     # A server Roundhouse attaches to but does not run (LM Studio, Jan, a remote machine).
     OPENAI_COMPATIBLE = "openai"
+    # exo's cluster API (Macs sharing one model); attached, never installed or started.
+    EXO = "exo"
 
 
 class ModelFormat(StrEnum):

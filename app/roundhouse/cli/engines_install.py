@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from roundhouse.api.installs import InstallJob
     from roundhouse.client import DaemonClient
 
-INSTALLABLE = ("llama.cpp", "mlx", "vllm", "sglang", "ollama")
+# Ollama and exo are refused by the daemon in words: their own installers set them up.
+INSTALLABLE = ("llama.cpp", "mlx", "vllm", "sglang", "ollama", "exo")
 
 
 @click.command()

@@ -78,7 +78,8 @@ def attach(
     as_json: bool,
 ) -> None:
     """Attach to an OpenAI-compatible server Roundhouse does not run (LM Studio, Jan,
-    LocalAI, another machine). `roundhouse engines stop ID` detaches it again.
+    LocalAI, exo's cluster on port 52415, another machine). `roundhouse engines stop ID`
+    detaches it again.
 
     The gateway sends it requests for the models it lists, except those a saved preset
     starts, unless --may-serve-presets (or `engines allow-presets ID` later)."""
@@ -107,7 +108,11 @@ def attach(
         print_json(info)
         return
     served = ", ".join(info.models) or "no model listed"
-    console.print(f"Attached {info.id}: {info.base_url} serves {served}.", highlight=False)
+    # exo lists every model card it knows; it serves only those placed on its cluster.
+    what = f"exo at {info.base_url}" if info.engine.value == "exo" else info.base_url
+    if info.engine.value == "exo" and not info.models:
+        served = "no model yet: place one in exo's dashboard"
+    console.print(f"Attached {info.id}: {what} serves {served}.", highlight=False)
     print_warnings(info)
 
 

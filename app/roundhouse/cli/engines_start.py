@@ -32,7 +32,8 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
 
 
 @click.command()
-@click.argument("engine", type=click.Choice(ENGINE_IDS))
+# exo is attached, never started: the daemon says so in words.
+@click.argument("engine", type=click.Choice((*ENGINE_IDS, "exo")))
 @click.option("--model", "-m", help="GGUF file, model folder, Hugging Face repo id or Ollama tag.")
 @click.option("--preset", help="Start with the options saved under this name for the model.")
 @click.option("--save-preset", metavar="NAME", help="Save these options for the model as NAME.")

@@ -23,8 +23,9 @@ from roundhouse.core.bench.ab import AbService
 from roundhouse.core.bench.service import BenchService
 from roundhouse.core.chat.store import CHAT_FILE, ChatStore
 from roundhouse.core.chat.turns import ChatTurns
+from roundhouse.core.engines.exo import NOT_STARTED_HERE
 from roundhouse.core.engines.install.jobs import InstallJobs
-from roundhouse.core.errors import NotFoundError
+from roundhouse.core.errors import InvalidInputError, NotFoundError
 from roundhouse.core.gateway.gateway import Gateway
 from roundhouse.core.gateway.key import GatewayKeyStore
 from roundhouse.core.gateway.launch import FitFor
@@ -62,6 +63,8 @@ def engine_resolver(state: DaemonState) -> EngineResolver:
     have been installed since)."""
 
     async def resolve(engine: EngineId) -> tuple[EngineSpec, DetectedEngine]:
+        if engine == EngineId.EXO:
+            raise InvalidInputError(NOT_STARTED_HERE)
         overview = await state.engines()
         for refresh in (False, True):
             if refresh:

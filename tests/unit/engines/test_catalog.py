@@ -21,7 +21,9 @@ def test_every_engine_is_there_once() -> None:
     assert sorted(ids) == sorted(EngineId)
 
 
-@pytest.mark.parametrize("engine", [e for e in EngineId if e != EngineId.OPENAI_COMPATIBLE])
+@pytest.mark.parametrize(
+    "engine", [e for e in EngineId if e not in (EngineId.OPENAI_COMPATIBLE, EngineId.EXO)]
+)
 def test_each_runnable_engine_has_what_the_supervisor_needs(engine: EngineId) -> None:
     spec = load_catalog().spec(engine)
     assert spec.launch in (LaunchStyle.EXECUTABLE, LaunchStyle.PYTHON_MODULE)
@@ -62,6 +64,16 @@ def test_openai_compatible_is_attached_not_run() -> None:
     spec = load_catalog().spec(EngineId.OPENAI_COMPATIBLE)
     assert spec.launch == LaunchStyle.ATTACH and spec.stop == StopMethod.DETACH
     assert not spec.executables and spec.default_port is None
+
+
+def test_exo_is_attached_on_its_port_and_served_models_come_from_its_state() -> None:
+    spec = load_catalog().spec(EngineId.EXO)
+    assert spec.launch == LaunchStyle.ATTACH and spec.stop == StopMethod.DETACH
+    assert spec.default_port == 52415 and not spec.executables
+    # /v1/models lists every card exo knows; its cluster state says what is placed.
+    assert spec.models_path == "/state/instances"
+    # Translated to its chat completions, which carry usage and errors (ADR 38).
+    assert spec.native_apis == []
 
 
 @pytest.mark.parametrize(
@@ -116,7 +128,7 @@ def test_a_missing_engine_is_named(tmp_path: Path) -> None:
     text = catalog_file().read_text(encoding="utf-8")
     start = text.index('[[engine]]\nid = "sglang"')
     end = text.index('[[engine]]\nid = "openai"')
-    assert len(data["engine"]) == 6
+    assert len(data["engine"]) == 7
     with pytest.raises(CatalogError, match="lacks engines: sglang"):
         load_catalog(_write(tmp_path, text[:start] + text[end:]))
 

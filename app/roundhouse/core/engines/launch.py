@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from roundhouse.api.engines import DetectedEngine, EngineId, EngineSpec, LaunchParams, LaunchPlan
 from roundhouse.core.engines import llamacpp, mlx, ollama, sglang, vllm
 from roundhouse.core.engines.common import Extras, check_host, refuse
+from roundhouse.core.engines.exo import NOT_STARTED_HERE
 
 Builder = Callable[[EngineSpec, DetectedEngine, LaunchParams, Extras], LaunchPlan]
 
@@ -47,6 +48,8 @@ def build_launch(
     if detected.id != spec.id:
         raise ValueError(f"detected {detected.id} does not match spec {spec.id}")
     builder = _BUILDERS.get(spec.id)
+    if spec.id == EngineId.EXO:
+        refuse(NOT_STARTED_HERE)
     if builder is None:
         refuse(f"Roundhouse attaches to an {spec.title} but does not start one.")
     check_host(params)

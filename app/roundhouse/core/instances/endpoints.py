@@ -29,6 +29,9 @@ class SavedEndpoint(BaseModel):
     url: str
     name: str
     has_key: bool = False
+    # What answered when it was added (exo's API, or any OpenAI-compatible server): shown
+    # while it is down.
+    engine: EngineId = EngineId.OPENAI_COMPATIBLE
 
     @property
     def id(self) -> str:

@@ -20,6 +20,7 @@ from roundhouse.api.instances import (
     InstanceStatus,
 )
 from roundhouse.core.engines.attach import RunningEngines, look_for_engines, probe_openai_endpoint
+from roundhouse.core.engines.exo import STOP_REFUSED
 from roundhouse.core.errors import ConflictError, RoundhouseError
 from roundhouse.core.instances.endpoints import (
     EndpointStore,
@@ -103,6 +104,7 @@ class ExternalInstances:
             url=engine.base_url,
             name=request.name or engine.base_url,
             has_key=bool(request.api_key),
+            engine=engine.engine,
         )
         if request.api_key:
             setter = self._secret_fns()[1]
@@ -152,10 +154,13 @@ class ExternalInstances:
         return await asyncio.to_thread(getter, endpoint_secret_name(entry.base_url))
 
     async def stop(self, entry: InstanceEntry, force: bool) -> None:
-        """Detach an added endpoint; stop an engine found running only with `force`."""
+        """Detach an added endpoint; stop an engine found running only with `force`, and
+        exo never (a cluster other machines share)."""
         if entry.found_by == AttachSource.USER_ENDPOINT:
-            await self._forget_endpoint(entry.base_url)
+            await self._forget_endpoint(entry.base_url, entry.engine)
             return
+        if entry.engine == EngineId.EXO:
+            raise ConflictError(STOP_REFUSED)
         who = f"pid {entry.pid}" if entry.pid else "an unknown process"
         if not force:
             raise ConflictError(
@@ -206,7 +211,7 @@ class ExternalInstances:
                 return endpoint, await probe_openai_endpoint(endpoint.url, key)
             except RoundhouseError as exc:
                 down = ExternalEngine(
-                    engine=EngineId.OPENAI_COMPATIBLE,
+                    engine=endpoint.engine,
                     base_url=endpoint.url,
                     found_by=AttachSource.USER_ENDPOINT,
                     healthy=False,
@@ -216,12 +221,12 @@ class ExternalInstances:
 
         return list(await asyncio.gather(*(probe(e) for e in saved)))
 
-    async def _forget_endpoint(self, url: str) -> None:
+    async def _forget_endpoint(self, url: str, engine: EngineId) -> None:
         assert self._endpoints is not None
         saved = {e.url: e for e in await asyncio.to_thread(self._endpoints.load)}
         endpoint = saved.get(url)
         await asyncio.to_thread(self._endpoints.remove, url)
-        route = PresetRoute(engine=EngineId.OPENAI_COMPATIBLE, url=url)
+        route = PresetRoute(engine=engine, url=url)
         await asyncio.to_thread(self._endpoints.allow_presets, route, False)
         if endpoint is not None and endpoint.has_key:
             with contextlib.suppress(RoundhouseError):

@@ -31,15 +31,19 @@ class ProcessPattern:
 
 # Executables that are servers only with a subcommand; the catalog names the executables.
 _SUBCOMMANDS = {"ollama": "serve", "vllm": "serve"}
-# Newer mlx-lm also serves as `mlx_lm server` and `python -m mlx_lm server`.
+# Newer mlx-lm also serves as `mlx_lm server` and `python -m mlx_lm server`; exo, which the
+# catalog only attaches to, runs as its `exo` script (uv run exo, its app) or `python -m exo`.
 _EXTRA_PATTERNS = (
     ProcessPattern(EngineId.MLX, program="mlx_lm", subcommand="server"),
     ProcessPattern(EngineId.MLX, module="mlx_lm", subcommand="server"),
+    ProcessPattern(EngineId.EXO, program="exo"),
+    ProcessPattern(EngineId.EXO, module="exo"),
 )
 
 
 def process_patterns(catalog: EngineCatalog) -> tuple[ProcessPattern, ...]:
-    """The command lines of every engine the catalog runs (attach-only entries have none)."""
+    """The command lines of every engine the catalog runs, and exo's (other attach-only
+    entries have none)."""
     patterns: list[ProcessPattern] = []
     for spec in catalog.engines:
         if spec.launch == LaunchStyle.ATTACH:

@@ -1,14 +1,16 @@
-"""Probe a URL the user adds (LM Studio, Jan, LocalAI, a remote machine) as an OpenAI server.
+"""Probe a URL the user adds (LM Studio, Jan, LocalAI, exo, a remote machine) as an OpenAI server.
 
     endpoint = await probe_openai_endpoint("http://127.0.0.1:1234", api_key=key_or_none)
 
 `probe_openai_endpoint` checks the URL with `GET {url}/v1/models` and raises a RoundhouseError
 saying what to do when nothing answers, the key is missing or refused, or the answer is not
-OpenAI's.
+OpenAI's. A list of exo's model cards makes it exo: its served models are then read from its
+cluster state (`core.engines.exo`).
 """
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,6 +19,7 @@ from roundhouse.api.engines import EngineId
 from roundhouse.api.external import AttachSource, ExternalEngine
 from roundhouse.base.hosts import is_loopback_host
 from roundhouse.core.engines.attach.probe import REFUSED, get_or_reason, json_or_none
+from roundhouse.core.engines.exo import is_exo_model_list, served_models
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
 from roundhouse.core.supervise.readiness import model_ids
 
@@ -99,11 +102,27 @@ async def probe_openai_endpoint(
         trust_env=not is_loopback_host(host), timeout=timeout_s, follow_redirects=False
     ) as http:
         answer = await get_or_reason(http, f"{base}/v1/models", timeout_s, headers)
+        body = _checked_model_list(base, api_key, answer)
+        if is_exo_model_list(body):
+            return await _exo_endpoint(http, base, headers, timeout_s)
+    return ExternalEngine(
+        engine=EngineId.OPENAI_COMPATIBLE,
+        base_url=base,
+        found_by=AttachSource.USER_ENDPOINT,
+        healthy=True,
+        status="ready",
+        model_ids=model_ids(body),
+    )
+
+
+def _checked_model_list(base: str, api_key: str | None, answer: httpx.Response | str) -> Any:
+    """The body of an OpenAI model list, or the error that says why there is none."""
     if isinstance(answer, str):
         if answer == REFUSED:
             raise EndpointError(
                 f"Nothing answers at {base}. Start the server there (LM Studio: Developer, "
-                "Start Server; Jan: Local API Server), or check the address and port."
+                "Start Server; Jan: Local API Server; exo: run exo, on port 52415), or check "
+                "the address and port."
             )
         raise EndpointError(
             f"Cannot reach {base}: {answer}. Check the address; a remote machine may be off "
@@ -129,11 +148,29 @@ async def probe_openai_endpoint(
             f"{base}/v1/models did not answer with OpenAI's model list: it does not look "
             "like an OpenAI-compatible server."
         )
+    return body
+
+
+async def _exo_endpoint(
+    http: httpx.AsyncClient, base: str, headers: dict[str, str], timeout_s: float
+) -> ExternalEngine:
+    """exo at `base`: what it serves are the models placed on its cluster, not its cards."""
+    answer = await get_or_reason(http, f"{base}/state/instances", timeout_s, headers)
+    if isinstance(answer, str) or answer.status_code != 200:
+        why = answer if isinstance(answer, str) else f"{answer.status_code}"
+        return ExternalEngine(
+            engine=EngineId.EXO,
+            base_url=base,
+            found_by=AttachSource.USER_ENDPOINT,
+            healthy=False,
+            status=f"exo's cluster state did not answer ({why}); is exo still starting?",
+        )
+    served = served_models(json_or_none(answer))
     return ExternalEngine(
-        engine=EngineId.OPENAI_COMPATIBLE,
+        engine=EngineId.EXO,
         base_url=base,
         found_by=AttachSource.USER_ENDPOINT,
         healthy=True,
-        status="ready",
-        model_ids=model_ids(body),
+        status="ready" if served else "ready, no model placed (place one in exo's dashboard)",
+        model_ids=served,
     )

@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from roundhouse.api.engines import EngineSpec
+from roundhouse.api.engines import EngineId, EngineSpec
+from roundhouse.core.engines.exo import served_models
 from roundhouse.core.supervise.readiness import model_ids
 
 REFUSED = "connection refused"
@@ -102,7 +103,9 @@ async def probe_engine(
         if models.status_code in (401, 403):
             probe.needs_api_key = True
         elif models.status_code == 200:
-            probe.model_ids = model_ids(json_or_none(models))
+            # exo's models path is its cluster state: the models placed on it.
+            parse = served_models if spec.id == EngineId.EXO else model_ids
+            probe.model_ids = parse(json_or_none(models))
     if isinstance(version, httpx.Response) and version.status_code == 200:
         body = json_or_none(version)
         if isinstance(body, dict):

@@ -12,11 +12,15 @@ import psutil
 from roundhouse.api.engines import EngineCatalog, EngineId, EngineSpec
 from roundhouse.core.engines.attach.cmdline import ProcessPattern, flag_value, match_cmdline
 from roundhouse.core.engines.attach.trust import exposure_problem, not_adopted, owner_problem
+from roundhouse.core.engines.exo import EXPOSED
 
 # Ports tried per process: engines listen on one, but workers may add a few internal ones.
 MAX_PORTS_PER_PROCESS = 4
-# Where an engine listens without --host: loopback, except vLLM, which binds every address.
-_DEFAULT_HOST = {EngineId.VLLM: "0.0.0.0"}
+# Where an engine listens without --host: loopback, except vLLM, which binds every address,
+# and exo, which always does.
+_DEFAULT_HOST = {EngineId.VLLM: "0.0.0.0", EngineId.EXO: "0.0.0.0"}
+# The flags that set the port: exo's is --api-port.
+_PORT_FLAGS = ("--port", "--api-port")
 
 
 @dataclass
@@ -88,7 +92,7 @@ def _endpoints(
     listening: list[tuple[str, int]], cmdline: Sequence[str], spec: EngineSpec
 ) -> list[tuple[str, int]]:
     """Host and port pairs to probe, best guess first; IPv4 before IPv6 on one port."""
-    flag_port = flag_value(cmdline, "--port")
+    flag_port = flag_value(cmdline, *_PORT_FLAGS)
     wanted = int(flag_port) if flag_port and flag_port.isdigit() else None
     if not listening:
         # Not listening yet (vLLM loads first), or the OS hides its sockets: trust the
@@ -113,10 +117,14 @@ def _left_out(
     """Why the scan must not adopt this engine: another user's, or reachable from elsewhere
     (judged by its sockets, or by its command line while they are not open or hidden)."""
     if not listening:
-        flag_port = flag_value(cmdline, "--port")
+        flag_port = flag_value(cmdline, *_PORT_FLAGS)
         port = int(flag_port) if flag_port and flag_port.isdigit() else spec.default_port or 0
         listening = [(_host_flag(cmdline, spec), port)]
-    return not_adopted(owner_problem(proc), exposure_problem(listening))
+    owner, exposure = owner_problem(proc), exposure_problem(listening)
+    if spec.id == EngineId.EXO and exposure and not owner:
+        # exo cannot be told to listen on loopback: the way to use it is by address.
+        return EXPOSED
+    return not_adopted(owner, exposure)
 
 
 def _is_ip(text: str) -> bool:

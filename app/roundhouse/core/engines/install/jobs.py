@@ -19,6 +19,7 @@ from roundhouse.api.installs import (
     ManagedVenv,
 )
 from roundhouse.api.jobs import JobKind, JobState
+from roundhouse.core.engines.exo import NOT_STARTED_HERE
 from roundhouse.core.engines.install.errors import InstallBusyError
 from roundhouse.core.engines.install.llamacpp import install_llamacpp, plan_llamacpp_install
 from roundhouse.core.engines.install.venvs import (
@@ -104,6 +105,8 @@ class InstallJobs:
                 "Roundhouse does not install Ollama: use Ollama's own installer "
                 "(https://ollama.com/download), then Roundhouse finds it."
             )
+        if engine == EngineId.EXO:
+            raise InvalidInputError(NOT_STARTED_HERE)
         if engine not in (EngineId.LLAMA_CPP, *PYTHON_ENGINES):
             raise InvalidInputError(f"{engine.value} is not something Roundhouse installs.")
         if engine == EngineId.LLAMA_CPP and request.version is not None:
