@@ -47,7 +47,7 @@ class InstanceActions:
             "Look for engines running on this machine without Roundhouse (and Ollama)"
         )
         self.attach_button = QPushButton("Attach…")
-        self.attach_button.setToolTip("Add an OpenAI-compatible server by its URL")
+        self.attach_button.setToolTip("Add an OpenAI-compatible server or exo by its URL")
         self._buttons = {
             "stop": self.stop_button,
             "restart": self.restart_button,

@@ -6,6 +6,7 @@ from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, QTimer, Sign
 from PySide6.QtGui import QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QGroupBox, QLabel, QMessageBox, QVBoxLayout, QWidget
 
+from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceOrigin, InstanceStatus
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
@@ -19,7 +20,12 @@ from roundhouse.gui.widgets.instances_actions import InstanceActions
 from roundhouse.gui.widgets.instances_model import HEADERS, InstancesModel
 from roundhouse.gui.widgets.instances_table import instances_table
 from roundhouse.gui.widgets.instances_windows import InstanceWindows
-from roundhouse.gui.widgets.instances_words import instance_name, stop_question, stop_verbs
+from roundhouse.gui.widgets.instances_words import (
+    instance_name,
+    is_endpoint,
+    stop_question,
+    stop_verbs,
+)
 
 EMPTY_TEXT = "No engine is running. Start one with “Start…” here or on an engine below."
 # The uptimes are repainted this often while the table shows (a clock, not a request).
@@ -135,6 +141,10 @@ class InstancesSection(QGroupBox):
     def stop_selected(self) -> None:
         info = self.selected()
         if info is None or info.id in self._busy:
+            return
+        if info.engine == EngineId.EXO and not is_endpoint(info):
+            # Roundhouse never stops exo: nothing to confirm, the daemon says why in words.
+            self.stop(info)
             return
         if info.origin == InstanceOrigin.EXTERNAL and info.status != InstanceStatus.FAILED:
             self._confirm_stop(info)
