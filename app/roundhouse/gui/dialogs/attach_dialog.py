@@ -1,4 +1,4 @@
-"""Attach a server Roundhouse does not run (LM Studio, Jan, exo, another machine) by its URL."""
+"""Attach an OpenAI-compatible server Roundhouse does not run (LM Studio, Jan, another machine)."""
 
 from __future__ import annotations
 
@@ -61,8 +61,7 @@ class AttachDialog(QDialog):
         self.setMinimumWidth(520)
         intro = QLabel(
             "Roundhouse lists an OpenAI-compatible server that runs elsewhere (LM Studio, Jan, "
-            "LocalAI, exo's cluster at http://127.0.0.1:52415, another machine) with its "
-            "models. It never starts or stops it."
+            "LocalAI, another machine) with its models. It never starts or stops it."
         )
         intro.setWordWrap(True)
         self.url_edit = QLineEdit()

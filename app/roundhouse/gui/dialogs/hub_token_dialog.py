@@ -42,7 +42,8 @@ class HubTokenDialog(QDialog):
         intro = QLabel(
             "Gated and private models need a token from your Hugging Face account "
             f'(<a href="{TOKENS_PAGE}">create one</a>; "read" access is enough). '
-            "The daemon keeps it in the system keyring, never in a file."
+            "The daemon keeps it in the system keyring (on a machine without one, in a file "
+            "only you can read)."
         )
         intro.setWordWrap(True)
         intro.setOpenExternalLinks(True)

@@ -118,6 +118,7 @@ class GatewaySettingsSection(QGroupBox):
             edit.textChanged.connect(self._on_changed)
 
         self.key_state = QLabel("Not known yet")
+        self.key_state.setTextFormat(Qt.TextFormat.PlainText)  # may name a file path
         self.generate_button = QPushButton("Generate")
         self.generate_button.setToolTip("Make a new random key; the old one stops working")
         self.generate_button.clicked.connect(self.generate_key)
@@ -127,10 +128,9 @@ class GatewaySettingsSection(QGroupBox):
         self.new_key.setReadOnly(True)
         self.copy_button = QPushButton("Copy")
         self.copy_button.clicked.connect(self.copy_key)
-        self.new_key_hint = _hint(
-            "Shown only now: copy it into the app that will use it (as its OpenAI API key). "
-            "Roundhouse keeps it in the system keyring."
-        )
+        self.new_key_hint = _hint(_new_key_hint("the system keyring"))
+        # It names a file path: plain text, never markup.
+        self.new_key_hint.setTextFormat(Qt.TextFormat.PlainText)
         self.listeners = QLabel()
         self.listeners.setWordWrap(True)
         self.listeners.setTextFormat(Qt.TextFormat.RichText)
@@ -283,7 +283,7 @@ class GatewaySettingsSection(QGroupBox):
 
     def generate_key(self) -> None:
         def generated(answer: GatewayKey) -> None:
-            self._show_new_key(answer.key)
+            self._show_new_key(answer.key, answer.kept_in)
             self.refresh_status()
 
         def generate() -> None:
@@ -322,7 +322,9 @@ class GatewaySettingsSection(QGroupBox):
 
     def show_status(self, status: GatewayStatus) -> None:
         self.status = status
-        self.key_state.setText("Set (kept in the keyring)" if status.key_set else "Not set")
+        # Where the daemon keeps it: the keyring, or without one a file only the user reads.
+        kept = f"Set (kept in {status.key_kept_in})"
+        self.key_state.setText(kept if status.key_set else "Not set")
         if not status.key_set:
             self._show_new_key(None)
         rows = []
@@ -343,8 +345,10 @@ class GatewaySettingsSection(QGroupBox):
         self._connected = connected
         self._update_buttons()
 
-    def _show_new_key(self, key: str | None) -> None:
+    def _show_new_key(self, key: str | None, kept_in: str | None = None) -> None:
         self.new_key.setText(key or "")
+        if kept_in is not None:
+            self.new_key_hint.setText(_new_key_hint(kept_in))
         self.copy_button.setText("Copy")
         for widget in (self.new_key, self.copy_button, self.new_key_hint):
             widget.setVisible(key is not None)
@@ -366,3 +370,10 @@ class GatewaySettingsSection(QGroupBox):
         idle = self._connected and not self._ops.busy
         self.generate_button.setEnabled(idle)
         self.clear_button.setEnabled(idle and self.status is not None and self.status.key_set)
+
+
+def _new_key_hint(kept_in: str) -> str:
+    return (
+        "Shown only now: copy it into the app that will use it (as its OpenAI API key). "
+        f"Roundhouse keeps it in {kept_in}."
+    )

@@ -30,8 +30,8 @@ from roundhouse.gui.widgets.settings_path_list import hint
 TOKENS_PAGE = "https://huggingface.co/settings/tokens"
 TOKEN_HINT = (
     f'Gated and private models need a token of your account (<a href="{TOKENS_PAGE}">create '
-    'one</a>; "read" access is enough). Saved at once, in the system keyring, never in a file; '
-    "not with the page's Save."
+    'one</a>; "read" access is enough). Saved at once, in the system keyring (without one, in '
+    "a file only you can read); not with the page's Save."
 )
 
 
