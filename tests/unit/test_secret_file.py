@@ -11,9 +11,13 @@ import keyring
 import keyring.backend
 import keyring.backends.fail
 import pytest
+from huggingface_hub import HfApi
 
+from roundhouse.api.hub import HubTokenSource
 from roundhouse.core.infra import secrets
 from roundhouse.core.infra.secrets import SECRETS_ENV, SERVICE, SecretStoreError
+from roundhouse.core.models.hub import HubTokenStore
+from roundhouse.core.models.hub.token import token_status
 from tests.unit.attach.test_secrets import LockedKeyring, MemoryKeyring
 
 NAME = "gateway:api-key"
@@ -116,3 +120,13 @@ def test_a_file_it_did_not_write_is_refused_in_words(folder: Path, tmp_path: Pat
     (folder / "secrets.json").write_text("not json", encoding="utf-8")
     with pytest.raises(SecretStoreError, match="cannot be read as Roundhouse's secrets file"):
         secrets.get_secret(NAME)
+
+
+def test_the_hub_tokens_status_names_the_file(folder: Path) -> None:
+    use(keyring.backends.fail.Keyring())
+    tokens = HubTokenStore(fallback=lambda: None)
+    tokens.store("hf_" + "a" * 34)
+    found = tokens.resolve()
+    assert found is not None and found.source is HubTokenSource.KEYRING
+    status = token_status(HfApi(), found, check=False)
+    assert f"stored in {folder / 'secrets.json'}, a file only you can read" in status.message

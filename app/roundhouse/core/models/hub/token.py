@@ -1,7 +1,8 @@
 """The Hugging Face token: kept in the OS keyring, else the one huggingface_hub would use.
 
 Which token a Hub call uses, first found wins:
-1. the one stored through Roundhouse, in the keyring under "huggingface:token";
+1. the one stored through Roundhouse, in the keyring under "huggingface:token" (where the
+   machine has no keyring, in the daemon's secrets file: core.infra.secrets);
 2. `HF_TOKEN`, else the token `hf auth login` saved (huggingface_hub's `get_token()`), so
    a machine already logged in for vLLM or mlx-lm works without another step.
 The token never goes to a log, a file of ours, an error message or a command line. The
@@ -98,7 +99,7 @@ def token_status(
             present=False, message=f"{message} {keyring_problem}" if keyring_problem else message
         )
     keyring = found.source is HubTokenSource.KEYRING
-    where = "stored in the keyring" if keyring else "from HF_TOKEN or `hf auth login`"
+    where = f"stored in {_kept_in()}" if keyring else "from HF_TOKEN or `hf auth login`"
     if not check:
         return HubTokenStatus(
             present=True, source=found.source, message=f"A token is set ({where})."
@@ -120,6 +121,14 @@ def token_status(
         user=user,
         message=f"Hugging Face accepts the token ({where}): signed in as {user}.",
     )
+
+
+def _kept_in() -> str:
+    """Where stored secrets are, in words: the keyring, or the daemon's secrets file."""
+    try:
+        return secrets.kept_in()
+    except secrets.SecretStoreError:
+        return secrets.KEYRING_WORDS
 
 
 def whoami(api: HfApi, token: str) -> str:
