@@ -31,6 +31,22 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
         raise click.BadParameter("give a number of layers, 'auto' or 'all'") from None
 
 
+def _rpc(values: tuple[str, ...]) -> tuple[str, ...]:
+    """--rpc given once with commas or several times: one address each."""
+    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+
+
+def _split(value: str | None) -> tuple[float, ...]:
+    from roundhouse.cli.output import fail
+
+    if value is None or value.strip().lower() == "auto":
+        return ()
+    try:
+        return tuple(float(p) for p in value.split(","))
+    except ValueError:
+        fail(f"--split takes shares such as 3,1 (one per device), or auto; not {value!r}.")
+
+
 @click.command()
 # exo is attached, never started: the daemon says so in words.
 @click.argument("engine", type=click.Choice((*ENGINE_IDS, "exo")))
@@ -83,6 +99,20 @@ def _gpu_layers(value: str | None) -> int | Literal["auto", "all"] | None:
     help="vLLM/SGLang: the reasoning parser; llama.cpp: its --reasoning-format "
     "(default: chosen for the model; 'none': thoughts stay in the content).",
 )
+@click.option(
+    "--rpc",
+    "rpc",
+    multiple=True,
+    metavar="HOST:PORT[,HOST:PORT]",
+    help="llama.cpp: split the model over these rpc-servers (other machines'); those on "
+    "127.0.0.1 are started and stopped with the instance.",
+)
+@click.option(
+    "--split",
+    metavar="N,N,...",
+    help="llama.cpp with --rpc: each device's share, the RPC workers first, then this "
+    "machine's GPUs (default 'auto': by each one's free memory).",
+)
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -121,6 +151,8 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             trust_remote_code=opts["trust_remote_code"],
             tool_parser=opts["tool_parser"],
             reasoning_parser=opts["reasoning_parser"],
+            rpc=_rpc(opts["rpc"]),
+            tensor_split=_split(opts["split"]),
         )
         if options.trust_remote_code:
             click.echo(

@@ -107,13 +107,15 @@ def build_rpc_server(
     address: RpcAddress,
     *,
     threads: int | None = None,
+    cache: bool = False,
     cache_dir: str | None = None,
     devices: Sequence[str] = (),
 ) -> LaunchPlan:
     """The argv and environment that start one rpc-server on `address`; runs nothing.
 
-    `cache_dir` turns on its local cache of large tensors there (-c, LLAMA_CACHE), so a
-    model's weights cross the network once; `devices` limits what it offers (-d CUDA0,...).
+    `cache` turns on its local cache of large tensors (-c), so a model's weights cross the
+    network once: in `cache_dir` (LLAMA_CACHE) when given, else llama.cpp's own
+    (~/.cache/llama.cpp/rpc); `devices` limits what it offers (-d CUDA0,...).
     """
     check_bind_host(address.host)
     if threads is not None and threads < 1:
@@ -124,8 +126,9 @@ def build_rpc_server(
     if devices:
         argv += ["--device", ",".join(devices)]
     env: dict[str, str] = {}
-    if cache_dir:
+    if cache or cache_dir:
         argv.append("--cache")
+    if cache_dir:
         env[CACHE_ENV] = cache_dir
     url = f"tcp://{address}"
     return LaunchPlan(

@@ -21,10 +21,12 @@ import psutil
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
 from roundhouse.core.engines.launch import build_launch
-from roundhouse.core.errors import NotFoundError
+from roundhouse.core.engines.rpc import parse_rpc_list
+from roundhouse.core.errors import InvalidInputError, NotFoundError
 from roundhouse.core.instances.keys import EngineKeys, auth_headers
 from roundhouse.core.instances.logprune import DEFAULT_LIMITS, LogLimits, prune_engine_logs
 from roundhouse.core.instances.records import InstanceRecord, RecordStore
+from roundhouse.core.instances.rpc_workers import RpcWorkers, accepts, no_rpc_server
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, RunningEngine, start_engine
 from roundhouse.core.supervise.process import REAP_TIMEOUT_S
 from roundhouse.core.supervise.readiness import ProgressCallback
@@ -96,6 +98,7 @@ class InstanceManager:
         media_domains: Callable[[], Sequence[str]] = tuple,
         keys: EngineKeys | None = None,
         log_limits: LogLimits = DEFAULT_LIMITS,
+        rpc_workers: RpcWorkers | None = None,
     ) -> None:
         if on_leftover not in ("adopt", "reap"):
             raise ValueError(f"on_leftover must be 'adopt' or 'reap', not {on_leftover!r}")
@@ -118,6 +121,8 @@ class InstanceManager:
         self._save_lock = asyncio.Lock()
         # Every engine this daemon starts answers only its instance's key (ADR 21).
         self._keys = keys or EngineKeys(state_dir)
+        # The rpc-servers of split instances (ADR 36), and those the API started for a peer.
+        self.rpc_workers = rpc_workers or RpcWorkers(log_dir)
 
     async def start(
         self,
@@ -148,6 +153,8 @@ class InstanceManager:
         self._starting.add(log_path.name)
         try:
             await self.prune_logs()
+            # The workers first: llama-server connects to each one as it loads.
+            await self._start_rpc_workers(instance_id, detected, params)
             running = await start_engine(
                 plan,
                 log_path,
@@ -156,6 +163,10 @@ class InstanceManager:
                 on_progress=on_progress,
                 on_spawn=on_spawn,
             )
+        except BaseException:
+            # A failed or cancelled start leaves no worker behind either.
+            await self.rpc_workers.stop_owned(instance_id)
+            raise
         finally:
             self._starting.discard(log_path.name)
         process = running.process
@@ -184,8 +195,21 @@ class InstanceManager:
             self._instances.pop(instance_id, None)
             with contextlib.suppress(Exception):
                 await process.stop()
+            await self.rpc_workers.stop_owned(instance_id)
             raise
         return instance
+
+    async def _start_rpc_workers(
+        self, instance_id: str, detected: DetectedEngine, params: LaunchParams
+    ) -> None:
+        """Start an rpc-server on each of the instance's loopback RPC addresses that nothing
+        listens on yet; one that answers (the user's own, another machine's) is used as is."""
+        for address in parse_rpc_list(params.rpc):
+            if not address.loopback or await asyncio.to_thread(accepts, address):
+                continue
+            if not detected.rpc_server:
+                raise InvalidInputError(no_rpc_server(detected))
+            await self.rpc_workers.start(detected.rpc_server, address, owner=instance_id)
 
     def engine_key(self, instance_id: str) -> str:
         """The key the instance's engine was started with (its id's, from the seed)."""
@@ -223,12 +247,15 @@ class InstanceManager:
             outcome = await instance.engine.process.stop(grace)
         elif instance._process is not None:
             await terminate_tree(instance._process, grace)
+        # After llama-server: it holds a connection to each worker until it ends.
+        await self.rpc_workers.stop_owned(instance_id)
         self._instances.pop(instance_id, None)
         await self._save()
         return outcome
 
     async def forget(self, instance_id: str) -> None:
-        """Drop the record of an instance that ended on its own."""
+        """Drop the record of an instance that ended on its own, and stop its workers."""
+        await self.rpc_workers.stop_owned(instance_id)
         if self._instances.pop(instance_id, None) is not None:
             await self._save()
 
@@ -237,6 +264,8 @@ class InstanceManager:
         results = await asyncio.gather(
             *(self.stop(i, grace_s) for i in ids), return_exceptions=True
         )
+        # Also those the API started for a peer: the daemon leaves no worker behind.
+        await self.rpc_workers.stop_all()
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]

@@ -26,8 +26,10 @@ from roundhouse.api.instances import (
     LogCounts,
     StartRequest,
 )
+from roundhouse.api.rpc import RpcServerInfo, RpcServerRequest
 from roundhouse.core.engines.launch import build_launch, keyless
-from roundhouse.core.errors import ConflictError, NotFoundError
+from roundhouse.core.engines.rpc import RpcAddress
+from roundhouse.core.errors import ConflictError, InvalidInputError, NotFoundError
 from roundhouse.core.infra.ports import free_port
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
@@ -43,6 +45,7 @@ from roundhouse.core.instances.manager import InstanceManager, new_instance_id
 from roundhouse.core.instances.memory import InventoryGetter
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.readouts import read_logs, read_metrics
+from roundhouse.core.instances.rpc_workers import RpcWorker, no_rpc_server
 from roundhouse.core.instances.runner import InstanceRunner
 from roundhouse.core.supervise import RestartPolicy, ensure_port_free
 
@@ -226,6 +229,38 @@ class InstanceService:
         # Whatever the manager still holds (adopted ones not in entries): stop too.
         await self._manager.stop_all()
 
+    # -- RPC workers (llama.cpp's split across machines, ADR 36) ---------------------------
+
+    def rpc_servers(self) -> list[RpcServerInfo]:
+        return [_rpc_info(w) for w in self._manager.rpc_workers.list()]
+
+    async def start_rpc_server(self, request: RpcServerRequest) -> RpcServerInfo:
+        """Run rpc-server bound to the request's address only, for another machine's instance
+        (a paired peer's) to use; it answers once the port accepts."""
+        if self._runner.closing:
+            raise ConflictError("The daemon is stopping; start the RPC worker after it restarts.")
+        _, detected = await self._resolve(EngineId.LLAMA_CPP)
+        if not detected.rpc_server:
+            raise InvalidInputError(no_rpc_server(detected))
+        worker = await self._manager.rpc_workers.start(
+            detected.rpc_server,
+            RpcAddress(request.host, request.port),
+            owner=request.owner,
+            threads=request.threads,
+            cache=request.cache,
+            devices=request.devices,
+        )
+        return _rpc_info(worker)
+
+    async def stop_rpc_server(self, worker_id: str) -> RpcServerInfo:
+        info = _rpc_info(self._manager.rpc_workers.get(worker_id))
+        await self._manager.rpc_workers.stop(worker_id)
+        return info
+
+    async def stop_rpc_servers_of(self, owner: str) -> None:
+        """Stop every worker started for `owner` (a peer unpaired, its instance stopped)."""
+        await self._manager.rpc_workers.stop_owned(owner)
+
     # -- attach ---------------------------------------------------------------------------
 
     async def scan_external(self) -> list[InstanceInfo]:
@@ -317,3 +352,17 @@ class InstanceService:
                         if status != entry.status:
                             entry.status = status
                             self.changes.touch()
+
+
+def _rpc_info(worker: RpcWorker) -> RpcServerInfo:
+    return RpcServerInfo(
+        id=worker.id,
+        host=worker.address.host,
+        port=worker.address.port,
+        address=str(worker.address),
+        owner=worker.owner,
+        pid=worker.process.pid,
+        started_at=worker.started_at,
+        free_bytes=worker.free_bytes,
+        total_bytes=worker.total_bytes,
+    )

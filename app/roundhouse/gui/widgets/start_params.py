@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from roundhouse.gui.widgets.start_defaults import StartValues
 
 ADVANCED_FIELDS = frozenset(
-    {"served_name", "dtype", "extra_args", "tool_parser", "reasoning_parser"}
+    {"served_name", "dtype", "extra_args", "tool_parser", "reasoning_parser", "rpc"}
 )
 # Offered in the parser boxes; any other name the engine knows may be typed. Empty: chosen
 # by the daemon for the model's family; "none": off.
@@ -201,6 +201,14 @@ class StartParams(QObject):
             "The engine's reasoning parser (llama.cpp: its reasoning format). Empty: chosen "
             "for the model; none: thoughts stay in the reply's text."
         )
+        self.rpc = QLineEdit()
+        self.rpc.setPlaceholderText("none: this machine alone")
+        self.rpc.setToolTip(
+            "llama.cpp: split the model over rpc-servers on other machines, HOST:PORT with "
+            "commas between (the daemon starts those on 127.0.0.1 with the instance). "
+            "rpc-server has no authentication: run it bound to the address agreed with "
+            "this machine only, never on every interface."
+        )
         self._advanced = QFormLayout()
         self._advanced.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self._add_param("served_name", "Served name:", self.served_name, self._advanced)
@@ -210,6 +218,7 @@ class StartParams(QObject):
         self._add_param(
             "reasoning_parser", "Reasoning parser:", self.reasoning_parser, self._advanced
         )
+        self._add_param("rpc", "RPC workers:", self.rpc, self._advanced)
         self.advanced_box = QWidget()
         self.advanced_box.setLayout(self._advanced)
         self.advanced_box.hide()
@@ -292,7 +301,7 @@ class StartParams(QObject):
         # Flash attention changes the compute buffer, so the fit line is asked again.
         for choice in (self.gpu_layers_choice, self.flash_attn):
             choice.currentIndexChanged.connect(slot)
-        for line in (self.draft_model, self.served_name, self.extra_args):
+        for line in (self.draft_model, self.served_name, self.extra_args, self.rpc):
             line.textChanged.connect(slot)
         for combo in (self.cache_type_k, self.cache_type_v, self.dtype):
             combo.currentTextChanged.connect(slot)
@@ -326,6 +335,7 @@ class StartParams(QObject):
             "trust_remote_code": self.trust_remote_code.isChecked(),
             "tool_parser": self.tool_parser.currentText().strip() or None,
             "reasoning_parser": self.reasoning_parser.currentText().strip() or None,
+            "rpc": tuple(p.strip() for p in self.rpc.text().split(",") if p.strip()),
         }
 
     def set_options(self, options: InstanceOptions) -> None:
@@ -360,6 +370,7 @@ class StartParams(QObject):
         self.trust_remote_code.setChecked(options.trust_remote_code)
         self.tool_parser.setCurrentText(options.tool_parser or "")
         self.reasoning_parser.setCurrentText(options.reasoning_parser or "")
+        self.rpc.setText(",".join(options.rpc))
 
     def field_visible(self, name: str) -> bool:
         """Whether the parameter `name` (an InstanceOptions field) is offered now."""
