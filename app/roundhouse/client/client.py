@@ -62,6 +62,7 @@ from roundhouse.client.hub import HubMixin
 from roundhouse.client.locate import locate
 from roundhouse.client.metrics import MetricsMixin
 from roundhouse.client.models import ModelsMixin
+from roundhouse.client.peers import PeersMixin
 from roundhouse.client.settings_calls import SettingsCallsMixin
 
 M = TypeVar("M", bound=BaseModel)
@@ -86,7 +87,14 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class DaemonClient(
-    BenchMixin, ChatsMixin, EventsMixin, HubMixin, MetricsMixin, ModelsMixin, SettingsCallsMixin
+    BenchMixin,
+    ChatsMixin,
+    EventsMixin,
+    HubMixin,
+    MetricsMixin,
+    ModelsMixin,
+    PeersMixin,
+    SettingsCallsMixin,
 ):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""
 

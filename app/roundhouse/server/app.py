@@ -26,6 +26,7 @@ from roundhouse.server.routes.jobs import router as jobs_router
 from roundhouse.server.routes.library import router as library_router
 from roundhouse.server.routes.metrics import prometheus_router
 from roundhouse.server.routes.metrics import router as metrics_router
+from roundhouse.server.routes.peers import router as peers_router
 from roundhouse.server.routes.rpc_servers import router as rpc_servers_router
 from roundhouse.server.routes.starters import router as starters_router
 from roundhouse.server.routes.updates import router as updates_router
@@ -68,6 +69,7 @@ def create_app(services: DaemonServices, hosts: Iterable[str] = ()) -> FastAPI:
     api.include_router(updates_router)
     api.include_router(events_router)
     api.include_router(jobs_router)
+    api.include_router(peers_router)
     api.include_router(rpc_servers_router)
     app.include_router(api)
     app.include_router(prometheus_router)

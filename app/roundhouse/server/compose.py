@@ -46,6 +46,8 @@ from roundhouse.server.gateway_listener import (
 )
 from roundhouse.server.metrics_wiring import build_metrics
 from roundhouse.server.models_wiring import ModelsOpening
+from roundhouse.server.peer_listener import PeerListener, create_peer_app
+from roundhouse.server.peer_service import PeerService
 from roundhouse.server.services import DaemonServices, DaemonState
 
 log = logging.getLogger(__name__)
@@ -159,6 +161,10 @@ def build_services(
         # after `services` below exists.
         return create_gateway_app(services, hosts)
 
+    def peer_app(hosts: frozenset[str]) -> FastAPI:
+        return create_peer_app(services, hosts)
+
+    peers = PeerService(home, lambda: state.settings, __version__)
     services = DaemonServices(
         state=state,
         token=token,
@@ -183,6 +189,8 @@ def build_services(
         updates=UpdateChecker(
             __version__, home.state_dir / "updates.json", lambda: state.settings.ui.check_updates
         ),
+        peers=peers,
+        peer_listener=PeerListener(state, peers, peer_app),
         feed=ChangeFeed(),
         stopping=stopping,
     )
@@ -193,6 +201,7 @@ async def start_services(services: DaemonServices) -> None:
     """What runs from the start: the key before the first request (/v1 must not answer
     unguarded while it loads), the listeners, the sampler, the metrics, the update check."""
     await services.gateway_key.load()
+    await services.peers.load()
     await services.apply_listeners()
     services.sampler.start()
     services.metrics.start()
@@ -206,6 +215,7 @@ async def close_services(services: DaemonServices) -> None:
     await services.feed.close()
     await services.second_listener.close()
     await services.ollama_listener.close()
+    await services.peer_listener.close()
     await services.updates.stop()
     # Benchmarks end first: their requests would otherwise fail against stopping engines.
     await services.ab.aclose()

@@ -32,6 +32,8 @@ from roundhouse.server.feed_wiring import ChangeFeed
 if TYPE_CHECKING:
     from roundhouse.server.gateway_listener import SecondListener
     from roundhouse.server.models_wiring import ModelsOpening
+    from roundhouse.server.peer_listener import PeerListener
+    from roundhouse.server.peer_service import PeerService
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,10 @@ class DaemonServices:
     ollama_listener: SecondListener
     # The update check, asleep unless ui.check_updates is on.
     updates: UpdateChecker
+    # Paired machines (pairing, their keys, this daemon's identity) and the TLS listener
+    # they reach this daemon at (peers.listen_host).
+    peers: PeerService
+    peer_listener: PeerListener
     # The change feed (GET /api/v1/events) and the relays that publish each kind into it.
     feed: ChangeFeed
     # Set when the daemon begins to stop, so long-lived streams end promptly.
@@ -184,3 +190,4 @@ class DaemonServices:
         """Start, move or stop the gateway's other listeners as the settings and key say."""
         for listener in (self.second_listener, self.ollama_listener):
             await listener.apply()
+        await self.peer_listener.apply()

@@ -1,0 +1,71 @@
+"""The control API of paired machines (/api/v1/peers): list, open a pairing code, pair, unpair,
+and a peer's state, start and stop, asked of it by this daemon."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from roundhouse.api.instances import InstanceInfo
+from roundhouse.api.peers import (
+    PairingCodeReply,
+    PairWith,
+    PeerInfo,
+    PeerList,
+    PeerStart,
+    PeerState,
+    PeerStopped,
+    Unpaired,
+)
+from roundhouse.server.deps import Services
+
+router = APIRouter(prefix="/peers", tags=["peers"])
+
+
+@router.get("", response_model=PeerList)
+async def list_peers(
+    services: Services,
+    check: bool = Query(default=True, description="ask each peer whether it answers"),
+) -> PeerList:
+    """The paired machines (whether each answers now) and this daemon's peer listener."""
+    return await services.peers.list(check)
+
+
+@router.post("/code", response_model=PairingCodeReply)
+async def open_code(services: Services) -> PairingCodeReply:
+    """A new pairing code (voiding the last), to type on the other machine, with this
+    machine's addresses, port and certificate fingerprint."""
+    return services.peers.open_code()
+
+
+@router.post("", response_model=PeerInfo, status_code=201)
+async def pair(request: PairWith, services: Services) -> PeerInfo:
+    """Pair with the machine at host:port that shows the code."""
+    return await services.peers.pair_with(request)
+
+
+@router.delete("/{peer_id}", response_model=Unpaired)
+async def unpair(peer_id: str, services: Services) -> Unpaired:
+    """Unpair: removed here, and the peer is told to remove this machine (said whether it
+    could be)."""
+    return await services.peers.unpair(peer_id)
+
+
+@router.get("/{peer_id}/state", response_model=PeerState)
+async def peer_state(peer_id: str, services: Services) -> PeerState:
+    """The peer's hardware, instances, load and startable models, asked of it now."""
+    async with services.peers.client(peer_id) as client:
+        return await client.state()
+
+
+@router.post("/{peer_id}/instances", response_model=InstanceInfo)
+async def peer_start(peer_id: str, request: PeerStart, services: Services) -> InstanceInfo:
+    """Start a model on the peer; answers when it is ready there."""
+    async with services.peers.client(peer_id) as client:
+        return await client.start(request.model)
+
+
+@router.delete("/{peer_id}/instances/{instance_id}", response_model=PeerStopped)
+async def peer_stop(peer_id: str, instance_id: str, services: Services) -> PeerStopped:
+    """Stop an instance on the peer."""
+    async with services.peers.client(peer_id) as client:
+        return await client.stop(instance_id)
