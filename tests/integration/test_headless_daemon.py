@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -21,7 +23,12 @@ from tests.daemon_process import DaemonProcess, running_daemon
 from tests.processes import free_port
 from tests.support import cli
 
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="a headless Linux server, /proc"
+)
+
 LOOPBACK = "127.0.0.1"
+DISPLAY_LIBRARY = re.compile(r"/(lib(?:Qt6\w*|X11|xcb[\w-]*|EGL|GL|GLX|wayland-\w+)\.so)")
 NO_QT = Path(__file__).resolve().parents[1] / "fakes" / "no_qt"
 
 
@@ -56,6 +63,12 @@ def listening(url: str, timeout_s: float = 15.0) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def display_libraries(pid: int) -> set[str]:
+    """The display and Qt libraries mapped into a process (none on a server)."""
+    maps = Path(f"/proc/{pid}/maps").read_text(encoding="utf-8")
+    return set(DISPLAY_LIBRARY.findall(maps))
 
 
 def run(daemon: DaemonProcess, env: dict[str, str], *args: str) -> tuple[int, str, str]:
@@ -93,6 +106,8 @@ def test_serve_and_a_gateway_key_on_a_headless_server(
         shown = json.loads(out)
         assert shown["key_set"] is True and str(secrets_file) in shown["key_kept_in"]
         assert all(listener["error"] is None for listener in shown["listeners"])
+        # Serving, with a key and two listeners, it has loaded no display library.
+        assert display_libraries(daemon.process.pid) == set()
 
     # A restart reads the key back from the file: the second listener serves with it again.
     with running_daemon(home, env=headless) as daemon:
