@@ -74,8 +74,7 @@ class RouteInstance(_Frozen):
     next_check_in_s: float | None = Field(
         default=None, description="an open circuit: seconds until its next health check"
     )
-    in_flight: int = 0
-    queued: int = 0
+    busy: int = Field(default=0, description="requests in flight on it and waiting for it")
     context: int | None = Field(
         default=None, description="the context of one request, once the engine said it"
     )

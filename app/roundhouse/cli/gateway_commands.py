@@ -1,4 +1,4 @@
-"""`roundhouse gateway models|usage`: what the OpenAI-compatible gateway serves, and its use."""
+"""`roundhouse gateway models|usage|routes`: what the gateway serves, its use, its routes."""
 
 from __future__ import annotations
 
@@ -33,3 +33,16 @@ def usage(ctx: click.Context, as_json: bool) -> None:
     from roundhouse.cli.gateway_view import usage_view
 
     show_from_daemon(ctx, as_json, lambda c: c.gateway_usage(), usage_view)
+
+
+@gateway.command("routes")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def routes(ctx: click.Context, as_json: bool) -> None:
+    """Per model: the instances serving it in the order a request tries them (healthy and
+    least busy first), each one's circuit (closed, open after failures in a row, half-open
+    once a health check passed), its load and context, and the model's fallbacks
+    (setting gateway.fallbacks)."""
+    from roundhouse.cli.gateway_routes_view import routes_view
+
+    show_from_daemon(ctx, as_json, lambda c: c.gateway_routes(), routes_view)

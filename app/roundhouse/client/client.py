@@ -19,6 +19,7 @@ from roundhouse.api.gateway import (
     GatewayKey,
     GatewayKeyShown,
     GatewayModelList,
+    GatewayRoutes,
     GatewayStatus,
     GatewayUsage,
     ServeRequest,
@@ -206,6 +207,10 @@ class DaemonClient(
 
     async def gateway_usage(self) -> GatewayUsage:
         return await self._request("GET", "/gateway/usage", GatewayUsage)
+
+    async def gateway_routes(self) -> GatewayRoutes:
+        """Per model: its instances in the order tried, their health and load, fallbacks."""
+        return await self._request("GET", "/gateway/routes", GatewayRoutes)
 
     async def hardware(self, refresh: bool = False) -> HardwareInventory:
         params = {"refresh": "true"} if refresh else {}

@@ -56,7 +56,8 @@ class ChangeFeed:
         # What the gateway lists follows the instances, the library and the settings (its
         # aliases, the active model), and the presets (what it can start): it is read again
         # after any event or a preset's save, and published when it differs.
-        gateway_sources = [self.feed.changes, instances.presets.changes]
+        # A circuit opening or closing changes it too (its `circuits`).
+        gateway_sources = [self.feed.changes, instances.presets.changes, gateway.health.changes]
         self._run("gateway", relay(self.feed, EventKind.GATEWAY, gateway_models, gateway_sources))
         self._run("models", self._relay_models(services))
         # The one job board: installs, downloads, pulls, benchmarks and A/B runs.

@@ -215,6 +215,12 @@ class ContextBudget:
             ask = replace(ask, max_tokens=said.max_tokens)
         return refusal(info, ask, said.prompt_tokens, context)
 
+    def known_context(self, info: InstanceInfo) -> int | None:
+        """The context of one request on this run of `info` as its engine said it, if it
+        was asked already (a request checked it); None otherwise. Never asks."""
+        run = (info.id, info.pid, info.started_at)
+        return next((c for k, c in self._contexts.items() if k[:3] == run and c), None)
+
     async def context(self, info: InstanceInfo, model: str) -> int | None:
         """The context of one request to `model` on `info`, as the engine says it (asked
         once); None when it is not known, or the engine may shift its context instead of

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import replace
 
-from roundhouse.api.gateway import GatewayModelList
+from roundhouse.api.gateway import GatewayModelList, GatewayRoutes
 from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
@@ -46,6 +46,7 @@ from roundhouse.core.gateway.native import NativeApis
 from roundhouse.core.gateway.remote import NoRemote, RemoteInstances, is_peer
 from roundhouse.core.gateway.residency import expired
 from roundhouse.core.gateway.router import COMING, Route, held_back, route, serving
+from roundhouse.core.gateway.routes import routes_report
 from roundhouse.core.gateway.scheduler import Lease, Scheduler
 from roundhouse.core.gateway.upstream import (
     HEADERS_TIMEOUT_S,
@@ -335,6 +336,18 @@ class Gateway:
             )
         except NoHealthyInstance:
             return False
+
+    def routes(self) -> GatewayRoutes:
+        """Per model: its instances in the order a request tries them, their circuit and
+        load, and its fallbacks (`GET /api/v1/gateway/routes`)."""
+        return routes_report(
+            self.candidates(),
+            self.load,
+            self.health,
+            self._settings().gateway.fallbacks,
+            self.budget.known_context,
+            self._is_preset,
+        )
 
     def _busy(self, instance_id: str) -> int:
         """Requests in flight on the instance and waiting for it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from roundhouse.api.gateway import GatewayModelList, GatewayUsage, ServeRequest
+from roundhouse.api.gateway import GatewayModelList, GatewayRoutes, GatewayUsage, ServeRequest
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.gateway.errors import GatewayError
@@ -38,6 +38,13 @@ async def gateway_models(gateway: TheGateway) -> GatewayModelList:
 async def gateway_usage(gateway: TheGateway) -> GatewayUsage:
     """Per instance: requests and tokens through the gateway, in flight, queued, last use."""
     return GatewayUsage(usage=gateway.usage_report())
+
+
+@router.get("/routes", response_model=GatewayRoutes)
+async def gateway_routes(gateway: TheGateway) -> GatewayRoutes:
+    """Per model: its instances in the order a request tries them (healthy and least busy
+    first), each one's circuit, failures, load and context, and the model's fallbacks."""
+    return gateway.routes()
 
 
 @router.post("/serve", response_model=InstanceInfo)
