@@ -9,10 +9,13 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anthropic as anthropic_sdk
 import httpx
+import openai as openai_sdk
 import pytest
 from anthropic import Anthropic
 from openai import OpenAI
@@ -23,6 +26,7 @@ from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.client import ApiError, DaemonClient
 from tests.daemon_process import DaemonProcess, start_daemon
 from tests.fakes.exo import ExoStandin, start_exo
+from tests.fakes.exo.server import FAILURE
 from tests.processes import alive, free_port
 
 PLACED = "mlx-community/Llama-3.2-1B-Instruct-4bit"
@@ -126,7 +130,18 @@ def test_added_by_address_and_chatted_with_through_every_client(
     stream = openai.chat.completions.create(model=PLACED, messages=HELLO, stream=True)  # type: ignore[arg-type]
     pieces = [c.choices[0].delta.content or "" for c in stream if c.choices]
     assert "".join(pieces) == expected
+    # The Responses API and Ollama's /api/chat, translated to its chat completions.
+    answer = openai.responses.create(model=PLACED, input="Say hello.")
+    assert answer.output_text == expected
     openai.close()
+    ollama = httpx.post(
+        daemon.url + "/api/chat",
+        json={"model": PLACED, "messages": HELLO, "stream": False},
+        trust_env=False,
+        timeout=60,
+    )
+    assert ollama.status_code == 200, ollama.text
+    assert ollama.json()["message"]["content"] == expected
 
     anthropic = Anthropic(base_url=daemon.url, api_key="unused", max_retries=0, timeout=60)
     message = anthropic.messages.with_raw_response.create(
@@ -153,6 +168,25 @@ def test_added_by_address_and_chatted_with_through_every_client(
     )
     assert unplaced.status_code == 404, unplaced.text
     assert "Traceback" not in unplaced.text
+    # Placed on the cluster (exo's own API, as its dashboard does), it is served without a
+    # Scan: a miss makes the gateway look at attached engines again.
+    placed = httpx.post(
+        exo.base_url + "/place_instance", json={"model_id": NOT_PLACED}, trust_env=False
+    )
+    assert placed.status_code == 200, placed.text
+    deadline = time.monotonic() + 15
+    while True:
+        late = httpx.post(
+            daemon.url + "/v1/chat/completions",
+            json={"model": NOT_PLACED, "messages": HELLO},
+            trust_env=False,
+            timeout=60,
+        )
+        if late.status_code == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert late.status_code == 200, late.text
+    assert late.json()["choices"][0]["message"]["content"] == expected
 
     detached = _cli(daemon, "engines", "stop", info.id)
     assert detached.returncode == 0, detached.stderr
@@ -165,3 +199,37 @@ def test_exo_is_neither_installed_nor_started_and_the_cli_says_so(daemon: Daemon
         assert result.returncode != 0
         assert "does not install, start or stop it" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_a_failed_generation_reaches_every_client_as_an_error(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    failing = start_exo(
+        tmp_path / "failing", free_port(), "--standin-place", PLACED, "--standin-fail-after", "3"
+    )
+    try:
+        attached = _cli(daemon, "engines", "attach", failing.base_url)
+        assert attached.returncode == 0, attached.stderr
+        openai = OpenAI(base_url=daemon.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        with pytest.raises(openai_sdk.APIError) as streamed:
+            for _ in openai.chat.completions.create(model=PLACED, messages=HELLO, stream=True):  # type: ignore[arg-type]
+                pass
+        assert FAILURE in str(streamed.value)
+        # Without a stream exo drops the connection after its 200: the gateway says so.
+        with pytest.raises(openai_sdk.APIStatusError) as whole:
+            openai.chat.completions.create(model=PLACED, messages=HELLO)  # type: ignore[arg-type]
+        assert whole.value.status_code >= 500
+        assert "Traceback" not in str(whole.value)
+        openai.close()
+        # Its own Messages stream would end with a plain message_stop; translated, the
+        # Anthropic client gets the error (ADR 38).
+        anthropic = Anthropic(base_url=daemon.url, api_key="unused", max_retries=0, timeout=60)
+        with (
+            pytest.raises(anthropic_sdk.APIError) as translated,
+            anthropic.messages.stream(model=PLACED, max_tokens=64, messages=HELLO) as events,  # type: ignore[arg-type]
+        ):
+            events.get_final_message()
+        assert FAILURE in str(translated.value)
+        anthropic.close()
+    finally:
+        failing.stop()

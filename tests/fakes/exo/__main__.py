@@ -6,7 +6,8 @@
 exo's own flags that change nothing here are accepted and ignored; unknown flags exit 2 as
 argparse does. Stand-in-only flags: --standin-place places MODEL on the "cluster" at start
 (exo: place it in the dashboard or `POST /place_instance`), --standin-card adds a model card,
---token-delay slows each streamed token.
+--token-delay slows each streamed token, --standin-fail-after N fails each generation after N
+tokens as exo does when a runner fails.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--standin-place", action="append", default=[])
     p.add_argument("--standin-card", action="append", default=[])
     p.add_argument("--token-delay", type=float, default=0.0)
+    p.add_argument("--standin-fail-after", type=int, default=None)
     return p
 
 
@@ -44,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         print("The stand-in has only the API to run; --no-api leaves nothing.", file=sys.stderr)
         return 2
     cards = list(dict.fromkeys([*BUILTIN_CARDS, *args.standin_card, *args.standin_place]))
-    cluster = Cluster(cards=cards, token_delay_s=args.token_delay)
+    cluster = Cluster(
+        cards=cards, token_delay_s=args.token_delay, fail_after=args.standin_fail_after
+    )
     for model in args.standin_place:
         cluster.place(model)
     server = make_server(args.api_port, cluster)

@@ -8,7 +8,9 @@ What it speaks, in exo's shapes: `GET /node_id` (a JSON string), `GET /models` a
 404}}` for a model without an instance; the answer without `stream` as chunked JSON (exo
 sends it as a stream); with `stream`, server-sent events that open with a `: keep-alive`
 comment, every chunk `"object": "chat.completion"` with `delta.role` set, the last with
-`finish_reason` and `usage`, then a `: generation_stats` comment and `data: [DONE]`. Routes
+`finish_reason` and `usage`, then a `: generation_stats` comment and `data: [DONE]`; a
+failed generation streams `data: {"error": {...}}` then `data: [DONE]`, and without `stream`
+drops the connection after the 200's headers, as exo does when its collector raises. Routes
 it does not have answer FastAPI's `{"detail": "Not Found"}`; a malformed body FastAPI's 422.
 """
 
@@ -34,6 +36,7 @@ BUILTIN_CARDS = (
     "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit",
 )
 ROLES = {"system", "user", "assistant", "developer", "tool", "function"}
+FAILURE = "Runner failed: out of memory"
 
 
 class ExoError(Exception):
@@ -50,6 +53,8 @@ class Cluster:
 
     cards: list[str]
     token_delay_s: float = 0.0
+    # Generation fails after this many tokens (exo's ErrorChunk): None, never.
+    fail_after: int | None = None
     instances: dict[str, str] = field(default_factory=dict)  # instance id -> model id
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -309,6 +314,13 @@ class ExoHandler(StandinHandler):
         for i, text in enumerate(pieces):
             if self.cluster.token_delay_s:
                 time.sleep(self.cluster.token_delay_s)
+            if i == self.cluster.fail_after:
+                # generate_chat_stream on an ErrorChunk: the error as data, then [DONE].
+                error = {"message": FAILURE, "type": "InternalServerError", "code": 500}
+                self.chunk(f"data: {json.dumps({'error': error})}\n\n".encode())
+                self.chunk(b"data: [DONE]\n\n")
+                self.end_stream()
+                return
             last = i == len(pieces) - 1
             choice: dict[str, Any] = {"index": 0, "delta": {"role": "assistant", "content": text}}
             chunk: dict[str, Any] = {
@@ -337,6 +349,13 @@ class ExoHandler(StandinHandler):
     def _collected(
         self, command_id: str, model: str, pieces: list[str], finish: str, prompt: int
     ) -> None:
+        if self.cluster.fail_after is not None:
+            # collect_chat_response raises once the 200 and its headers are out: uvicorn
+            # then drops the connection mid-body.
+            self.start_stream("application/json")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         reply = {
             "id": command_id,
             "object": "chat.completion",
