@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from roundhouse.api.engine_nodes import VllmExecutor
 from roundhouse.api.engines import DetectedEngine, EngineId, EngineSpec, LaunchParams, LaunchPlan
 from roundhouse.api.hardware import GpuInfo, GpuVendor, HardwareInventory
 from roundhouse.core.engines import vllm
@@ -29,11 +30,9 @@ NODE_FLAGS = (
 ACCELERATORS = {GpuVendor.NVIDIA: "CUDA", GpuVendor.AMD: "ROCm"}
 
 
-class Executor(StrEnum):
-    # vLLM's multiprocessing launcher: one `vllm serve` per node, nothing else to install.
-    MP = "mp"
-    # A Ray cluster the user already runs (`ray start` on every node); vLLM on the head only.
-    RAY = "ray"
+# mp: vLLM's multiprocessing launcher, one `vllm serve` per node, nothing else to install;
+# ray: a Ray cluster the user already runs (`ray start` on every node), vLLM on the head only.
+Executor = VllmExecutor
 
 
 class Role(StrEnum):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from roundhouse.api.engine_nodes import VllmNodesPlan, VllmNodesRequest
 from roundhouse.api.engines import EnginesOverview
 from roundhouse.server.deps import Services
+from roundhouse.server.vllm_nodes import plan_answer
 
 router = APIRouter(prefix="/engines", tags=["engines"])
 
@@ -13,3 +15,9 @@ router = APIRouter(prefix="/engines", tags=["engines"])
 @router.get("", response_model=EnginesOverview)
 async def get_engines(services: Services, refresh: bool = False) -> EnginesOverview:
     return await services.engines(refresh=refresh)
+
+
+@router.post("/vllm/nodes/plan", response_model=VllmNodesPlan)
+async def plan_vllm_nodes(services: Services, request: VllmNodesRequest) -> VllmNodesPlan:
+    """Every node's command for one model across machines, in start order; runs nothing."""
+    return await plan_answer(services, request)

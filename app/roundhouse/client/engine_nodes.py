@@ -1,0 +1,27 @@
+"""The daemon client's calls for engines across machines (mixed into DaemonClient)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from roundhouse.api.engine_nodes import VllmNodesPlan, VllmNodesRequest
+
+M = TypeVar("M", bound=BaseModel)
+_JSON = {"Content-Type": "application/json"}
+
+
+class EngineNodesMixin:
+    """`/api/v1/engines/vllm/nodes`: plan one model across machines."""
+
+    if TYPE_CHECKING:
+        # Provided by DaemonClient.
+        async def _request(self, method: str, path: str, model: type[M], **kwargs: Any) -> M: ...
+
+    async def plan_vllm_nodes(self, request: VllmNodesRequest) -> VllmNodesPlan:
+        """Every node's command, in start order; nothing is started."""
+        body = request.model_dump_json()
+        return await self._request(
+            "POST", "/engines/vllm/nodes/plan", VllmNodesPlan, content=body, headers=_JSON
+        )
