@@ -114,6 +114,10 @@ def test_serve_and_a_gateway_key_on_a_headless_server(
         listening(second)
         assert models_status(second, None) == 401 and models_status(second, key) == 200
         assert models_status(daemon.url, key) == 200
+        # The other commands need no Qt either.
+        for command in (["--help"], ["hw"], ["engines"], ["settings", "show"], ["chats", "list"]):
+            code, _, err = run(daemon, headless, *command)
+            assert code == 0, (command, err)
         assert not tries.exists(), f"the daemon or a command reached for Qt: {tries.read_text()}"
 
         # Cleared, it leaves the file: /v1 on loopback answers without a key again.
@@ -128,3 +132,5 @@ def test_serve_and_a_gateway_key_on_a_headless_server(
     assert app.returncode != 0 and "Traceback" not in app.stderr
     assert "roundhouse[gui]" in said and said.count(". ") == 0, said
     assert tries.exists(), "the no-Qt stand-in was not in effect"
+    tray = cli.roundhouse(home, "--tray", env=headless, timeout=60)
+    assert tray.returncode != 0 and "roundhouse[gui]" in tray.stderr
