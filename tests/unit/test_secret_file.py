@@ -10,6 +10,7 @@ from pathlib import Path
 import keyring
 import keyring.backend
 import keyring.backends.fail
+import keyring.backends.null
 import pytest
 from huggingface_hub import HfApi
 
@@ -59,6 +60,13 @@ def test_no_keyring_keeps_secrets_in_a_file_only_the_user_reads(folder: Path) ->
     assert str(path) in secrets.kept_in() and "only you can read" in secrets.kept_in()
     # No stray temporary files beside it.
     assert [p.name for p in folder.iterdir()] == ["secrets.json"]
+
+
+def test_a_keyring_turned_off_does_not_swallow_secrets(folder: Path) -> None:
+    # `keyring --disable` picks the null backend, which accepts a key and forgets it.
+    use(keyring.backends.null.Keyring())
+    secrets.set_secret(NAME, "rh-kept")
+    assert stored(folder) == {NAME: "rh-kept"} and secrets.get_secret(NAME) == "rh-kept"
 
 
 def test_a_locked_keyring_is_not_bypassed(folder: Path) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 import keyring
 import keyring.backends.chainer
 import keyring.backends.fail
+import keyring.backends.null
 import keyring.errors
 
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
@@ -165,9 +166,11 @@ def _file_in_use() -> SecretFile | None:
 
 
 def _no_keyring() -> bool:
-    """True where keyring found no backend at all (not where one exists but is locked)."""
+    """True where keyring found no backend at all, or was turned off (`keyring --disable`
+    picks the null backend, which forgets what it is given); not where one exists but is
+    locked."""
     backend = keyring.get_keyring()
-    if isinstance(backend, keyring.backends.fail.Keyring):
+    if isinstance(backend, keyring.backends.fail.Keyring | keyring.backends.null.Keyring):
         return True
     return isinstance(backend, keyring.backends.chainer.ChainerBackend) and not backend.backends
 
