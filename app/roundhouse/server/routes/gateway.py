@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 from roundhouse.api.engines import EngineId
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.core.chat.turns import GatewayAnswer
-from roundhouse.core.gateway.errors import BadRequest, GatewayError, UpstreamFailed
+from roundhouse.core.gateway.errors import BadRequest, GatewayError
 from roundhouse.core.gateway.failover import RETRY_STATUSES, FailedBeforeReply, is_retryable
 from roundhouse.core.gateway.fields import (
     CHAT,
@@ -228,6 +228,11 @@ async def _admit_and_forward(
             assert isinstance(exc, GatewayError)
             tried.add(target.instance.id)
             first = first or exc
+            if not gateway.elsewhere(prepared.model, tried):
+                # No other instance takes it now: said at once, nothing waits or starts.
+                if first is exc:
+                    raise
+                raise first from exc
 
 
 async def _unless_gone(receive: Receive, work: Coroutine[Any, Any, _T]) -> _T | None:
@@ -332,8 +337,11 @@ async def _forward(
         try:
             reply = await upstream.aread()
         except UPSTREAM_ERRORS as exc:
-            raise UpstreamFailed(
-                f"The instance {instance_id} broke off its reply: {exc or exc.__class__.__name__}."
+            why = f"{exc or exc.__class__.__name__}"
+            gateway.health.failed(instance_id, f"it broke off its reply: {why}")
+            # Not a byte of it reached the client: another instance may answer it.
+            raise FailedBeforeReply(
+                f"The instance {instance_id} broke off its reply: {why}.", instance_id
             ) from exc
         finally:
             upstream.close()
