@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from roundhouse.cli.daemon_link import show_from_daemon
+from roundhouse.cli.engines_across import across
 from roundhouse.cli.engines_install import builds, install, remove, use
 from roundhouse.cli.engines_instances import (
     allow_presets,
@@ -68,6 +69,7 @@ def scan(ctx: click.Context, as_json: bool) -> None:
 for _command in (
     start,
     restart,
+    across,
     stop,
     attach,
     allow_presets,

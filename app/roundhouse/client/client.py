@@ -57,6 +57,7 @@ from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home
 from roundhouse.client.bench import BenchMixin
 from roundhouse.client.chats import ChatsMixin
+from roundhouse.client.engine_nodes import EngineNodesMixin
 from roundhouse.client.errors import ApiError, DaemonUnreachableError
 from roundhouse.client.events import EventsMixin
 from roundhouse.client.hub import HubMixin
@@ -90,6 +91,7 @@ def _tls_context() -> ssl.SSLContext:
 class DaemonClient(
     BenchMixin,
     ChatsMixin,
+    EngineNodesMixin,
     EventsMixin,
     HubMixin,
     MetricsMixin,
