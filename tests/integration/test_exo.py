@@ -84,6 +84,8 @@ def test_found_by_the_scan_serving_only_its_placed_models_and_never_stopped(
             assert found.pid == exo.proc.pid
             # Its cards list NOT_PLACED too; only the placed model is served.
             assert found.models == [PLACED]
+            # No key to put on it: the words say what does protect it.
+            assert found.unprotected is not None and "exo has no API key" in found.unprotected
             for force in (False, True):
                 with pytest.raises(ApiError) as refused:
                     await client.stop_instance(found.id, force=force)
@@ -113,6 +115,9 @@ def test_added_by_address_and_chatted_with_through_every_client(
     listed = httpx.get(daemon.url + "/v1/models", trust_env=False, timeout=30).json()
     ids = {m["id"] for m in listed["data"]}
     assert PLACED in ids and NOT_PLACED not in ids
+    tags = httpx.get(daemon.url + "/api/tags", trust_env=False, timeout=30).json()
+    names = {m["name"] for m in tags["models"]}
+    assert PLACED in names and NOT_PLACED not in names
 
     direct = httpx.post(
         exo.base_url + "/v1/chat/completions",

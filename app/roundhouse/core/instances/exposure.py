@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from roundhouse.api.engines import EngineId
 from roundhouse.api.external import AttachSource
 from roundhouse.api.instances import InstanceOrigin
 from roundhouse.base.hosts import is_loopback_host, key_sent_in_clear
@@ -19,6 +20,14 @@ def unprotected_words(entry: InstanceEntry) -> str | None:
     engines it runs, which only Roundhouse's own per-instance key opens."""
     if entry.origin != InstanceOrigin.EXTERNAL:
         return None
+    if entry.engine == EngineId.EXO:
+        # exo takes no key, listens on every address and allows every origin (CORS "*").
+        return (
+            "Not protected by Roundhouse: exo has no API key, listens on every address of its "
+            "machine and answers any web page, so whoever can reach its port can use it. Keep "
+            "exo on a network you trust (or its port closed to others in the firewall), and "
+            "point apps at Roundhouse's gateway."
+        )
     local = is_loopback_host(entry.host)
     if entry.has_key or entry.needs_api_key:
         where = "start the model from Roundhouse instead" if local else "check that it does"
