@@ -74,8 +74,6 @@ def node_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Node
     # Stricter than vLLM, which would start a second API server on a worker node.
     if nodes.multi and nodes.node_rank > 0 and not nodes.headless:
         parser.error(f"node rank {nodes.node_rank} runs --headless (only rank 0 serves the API)")
-    if nodes.headless and not nodes.multi:
-        parser.error("--headless without --nnodes > 1: the stand-in plays multi-node only")
     tp = int(getattr(args, "tensor_parallel_size", None) or 1)
     pp = int(getattr(args, "pipeline_parallel_size", None) or 1)
     if nodes.multi and (tp * pp) % nodes.nnodes:
