@@ -1,4 +1,4 @@
-"""The Monitor page: live charts of every instance, its bandwidth use and CPU-fallback flags."""
+"""The Monitor page: live charts of every instance, its flags (bandwidth, CPU fallback, circuit)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.metrics import MetricsHistory, MetricsSnapshot
 from roundhouse.api.settings import UiSettings
@@ -100,10 +101,13 @@ class MonitorPage(QWidget):
         bridge.disconnected.connect(self._on_bridge_disconnected)
         bridge.ui_settings_changed.connect(self._apply_ui_settings)
         bridge.inventory_changed.connect(self._on_bridge_inventory_changed)
+        bridge.gateway_changed.connect(self._on_bridge_gateway_changed)
         bridge.history_loaded.connect(self.samples.extend)
         bridge.sample_received.connect(self.samples.append)
         if bridge.inventory is not None:
             self._on_bridge_inventory_changed(bridge.inventory)
+        if bridge.gateway_models is not None:
+            self._on_bridge_gateway_changed(bridge.gateway_models)
 
     @property
     def paused(self) -> bool:
@@ -227,3 +231,7 @@ class MonitorPage(QWidget):
         self.charts.set_gpus(inventory.gpus)
         self.flags.set_gpu_present(bool(inventory.gpus))
         self._painted = (-1, -1)
+
+    def _on_bridge_gateway_changed(self, listed: GatewayModelList) -> None:
+        # Each instance's circuit: whether the gateway sends it requests now.
+        self.flags.set_circuits(listed.circuits)

@@ -1,5 +1,5 @@
 """Per instance, the figures no other tool shows: bandwidth use and a CPU fallback (where
-there is a GPU), and the engine's own tokens/s beside the gateway's."""
+there is a GPU), the engine's own tokens/s beside the gateway's, and the gateway's circuit."""
 
 from __future__ import annotations
 
@@ -19,13 +19,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from roundhouse.api.gateway import CircuitState
 from roundhouse.api.metrics import RATES_CAPTION, InstanceMetrics
 from roundhouse.gui.widgets.monitor_buffer import label_of
 
 # The daemon flags bandwidth use below this share (core.metrics.flags.LOW_BANDWIDTH_USE).
 LOW_SHARE_WORDS = "40 %"
-# The engine's own rate goes last: the columns before it keep their places.
-COLUMNS = ("Instance", "Gateway tok/s", "Bandwidth use", "CPU fallback", "Engine tok/s")
+# Columns added later go last: the columns before them keep their places.
+COLUMNS = (
+    "Instance",
+    "Gateway tok/s",
+    "Bandwidth use",
+    "CPU fallback",
+    "Engine tok/s",
+    "Gateway circuit",
+)
+CIRCUIT_COLUMN = 5
 # Both say something of a GPU only: on a machine without one they are hidden.
 GPU_COLUMNS = (2, 3)
 HEADER_TIPS = (
@@ -40,6 +49,10 @@ HEADER_TIPS = (
     "One reply's generation speed as the engine measured it, once the prompt is read "
     "(median of recent requests): the model's own speed, without the prompt, the network "
     "or idle time.",
+    "Whether the gateway sends requests to the instance: closed (it does), open (it failed "
+    "several times in a row and takes none until a health check finds it answering), "
+    "half-open (the check passed; the next request's outcome decides). Details: "
+    "`roundhouse gateway routes`.",
 )
 
 
@@ -104,6 +117,25 @@ def fallback_cell(point: InstanceMetrics) -> Cell:
     return Cell("none seen", Level.OK, "Its layers are where they were asked to be.")
 
 
+def circuit_cell(state: CircuitState) -> Cell:
+    """The gateway's circuit of one instance, in words."""
+    if state == CircuitState.OPEN:
+        return Cell(
+            "open: takes no requests",
+            Level.ERROR,
+            "It failed several times in a row: requests go to other instances of its model "
+            "(or its fallbacks) until a health check finds it answering.",
+        )
+    if state == CircuitState.HALF_OPEN:
+        return Cell(
+            "half-open",
+            Level.WARN,
+            "It answers its health check again: the next request's outcome closes the "
+            "circuit, or opens it for longer.",
+        )
+    return Cell("closed", Level.OK, "The gateway sends it requests.")
+
+
 def alert_text(points: Sequence[InstanceMetrics]) -> str:
     """One line per instance that fell back to the CPU; '' when none did."""
     return "\n".join(
@@ -144,6 +176,8 @@ class MonitorFlags(QWidget):
         layout.addWidget(self.alert_label)
         layout.addWidget(self.table)
         layout.addWidget(self.caption)
+        # The instances whose gateway circuit is not closed (the feed's gateway event).
+        self.circuits: dict[str, CircuitState] = {}
         # Hidden until the hardware inventory names a GPU.
         self.gpu_present = True
         self.set_gpu_present(False)
@@ -163,6 +197,7 @@ class MonitorFlags(QWidget):
                 bandwidth_cell(point),
                 fallback_cell(point),
                 engine_rate_cell(point),
+                circuit_cell(self.circuits.get(point.instance, CircuitState.CLOSED)),
             )
             for column, cell in enumerate(cells):
                 self._set_cell(row, column, cell)
@@ -170,6 +205,16 @@ class MonitorFlags(QWidget):
         alert = alert_text(points)
         self.alert_label.setText(alert)
         self.alert_label.setVisible(bool(alert))
+
+    def set_circuits(self, circuits: dict[str, CircuitState]) -> None:
+        """The circuits the gateway said last; the rows shown follow at once."""
+        self.circuits = dict(circuits)
+        for row in range(self.table.rowCount()):
+            item = self.table.item(row, 0)
+            instance = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+            if isinstance(instance, str):
+                state = self.circuits.get(instance, CircuitState.CLOSED)
+                self._set_cell(row, CIRCUIT_COLUMN, circuit_cell(state))
 
     def row_of(self, instance: str) -> int | None:
         """The row that shows this instance, if one does."""
