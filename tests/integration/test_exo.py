@@ -22,6 +22,7 @@ from openai import OpenAI
 
 from roundhouse.api.engines import EngineId
 from roundhouse.api.external import AttachSource
+from roundhouse.api.gateway import InstanceUsage
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.client import ApiError, DaemonClient
 from tests.daemon_process import DaemonProcess, start_daemon
@@ -192,6 +193,17 @@ def test_added_by_address_and_chatted_with_through_every_client(
         time.sleep(0.5)
     assert late.status_code == 200, late.text
     assert late.json()["choices"][0]["message"]["content"] == expected
+
+    # Every request counted with exo's own numbers, streamed ones from their last chunk.
+    async def usage() -> InstanceUsage:
+        async with DaemonClient(daemon.url, daemon.token) as client:
+            rows = (await client.gateway_usage()).usage
+            return next(u for u in rows if u.instance == info.id)
+
+    counted = asyncio.run(usage())
+    assert counted.requests == 7, counted
+    assert counted.completion_tokens == 7 * direct["usage"]["completion_tokens"], counted
+    assert counted.prompt_tokens >= 7 * direct["usage"]["prompt_tokens"] - 7, counted
 
     detached = _cli(daemon, "engines", "stop", info.id)
     assert detached.returncode == 0, detached.stderr
