@@ -156,3 +156,16 @@ def test_unpair_from_the_other_side_and_when_the_other_is_gone(machines: Pair) -
             settings["peers"]["listen_host"] = port
             assert client.put("/api/v1/settings", json=settings).status_code == 200
     assert open_code(alpha)["listening"] is True
+
+
+def test_discovery_on_loopback_is_not_advertised_and_says_why(machines: Pair) -> None:
+    # mDNS multicasts: the listener here is on loopback, so nothing is sent, and it says so.
+    with machines.beta.control() as client:
+        settings = client.get("/api/v1/settings").json()
+        settings["peers"]["discovery"] = True
+        assert client.put("/api/v1/settings", json=settings).status_code == 200
+        listener = client.get("/api/v1/peers", params={"check": "false"}).json()["listener"]
+        settings["peers"]["discovery"] = False
+        assert client.put("/api/v1/settings", json=settings).status_code == 200
+    assert listener["error"] is None and listener["url"].startswith("https://127.0.0.1:")
+    assert listener["discovery"].startswith("Not advertised: the listener is on 127.0.0.1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from roundhouse.api.gateway import GatewayModel
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.instances import InstanceInfo
 
@@ -64,6 +65,10 @@ class PeerListenerStatus(_Frozen):
     url: str | None = Field(default=None, description="https://host:port; None: off")
     fingerprint: str
     error: str | None = None
+    discovery: str | None = Field(
+        default=None,
+        description="mDNS (peers.discovery): 'advertised', or why not, in words; None: off",
+    )
 
 
 class PairingCodeReply(_Frozen):
@@ -113,6 +118,11 @@ class PeerState(_Frozen):
     instances: list[InstanceInfo] = []
     load: list[PeerLoad] = []
     startable: list[str] = Field(default=[], description="models it can start by name")
+    listed: list[GatewayModel] = Field(
+        default=[],
+        description="what its gateway lists, by the ids its instances serve under (its own "
+        "machine's only)",
+    )
 
 
 class PeerStart(_Frozen):
@@ -124,6 +134,21 @@ class PeerStart(_Frozen):
 class PeerStopped(_Frozen):
     instance: str
     stopped: bool
+
+
+class DiscoveredPeer(_Frozen):
+    """A daemon that answered on the LAN (mDNS); trusted for nothing until paired."""
+
+    name: str
+    addresses: list[str]
+    port: int
+    fingerprint: str
+    version: str = ""
+    paired: bool = Field(description="whether this machine is paired with it already")
+
+
+class DiscoveredList(_Frozen):
+    found: list[DiscoveredPeer]
 
 
 PeerList.model_rebuild()

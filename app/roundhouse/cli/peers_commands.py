@@ -113,6 +113,20 @@ def remove(ctx: click.Context, peer_id: str, as_json: bool) -> None:
         console.print(answer.message, highlight=False)
 
 
+@peers.command("discover")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def discover(ctx: click.Context, as_json: bool) -> None:
+    """List the Roundhouse daemons that answer on the LAN (mDNS), with their fingerprints.
+
+    Only those with peers.discovery on answer. Finding one trusts nothing: pair with
+    `roundhouse peers add` and the code it shows.
+    """
+    from roundhouse.cli.peers_view import discovered_view
+
+    show_from_daemon(ctx, as_json, lambda c: c.discover_peers(), discovered_view)
+
+
 @peers.command("show")
 @click.argument("peer_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

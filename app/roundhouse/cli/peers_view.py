@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from roundhouse.api.instances import InstanceList
-from roundhouse.api.peers import PairingCodeReply, PeerList, PeerState
+from roundhouse.api.peers import DiscoveredList, PairingCodeReply, PeerList, PeerState
 from roundhouse.base.units import format_bytes, format_duration
 from roundhouse.cli.instances_view import instances_view
 from roundhouse.cli.tables import Column, console_width, fitted
@@ -49,6 +49,22 @@ def peers_view(answer: PeerList) -> RenderableType:
         since.cells.append(f"{format_duration(max(0.0, now - peer.paired_at))} ago")
     table = fitted("Paired machines", [ids, names, addresses, states, since], console_width())
     return Group(where, table)
+
+
+def discovered_view(answer: DiscoveredList) -> RenderableType:
+    if not answer.found:
+        return Text(
+            "No Roundhouse daemon answered on the LAN. Only those with peers.discovery on "
+            "answer; `roundhouse peers add HOST --code CODE` works without it."
+        )
+    names, addresses = Column("Name", whole=True), Column("Address", whole=True)
+    prints, paired = Column("Fingerprint"), Column("Paired")
+    for found in answer.found:
+        names.cells.append(found.name)
+        addresses.cells.append(" ".join(f"{a}:{found.port}" for a in found.addresses))
+        prints.cells.append(shown_fingerprint(found.fingerprint))
+        paired.cells.append("yes" if found.paired else "no")
+    return fitted("On the LAN", [names, addresses, prints, paired], console_width())
 
 
 def code_view(answer: PairingCodeReply) -> RenderableType:

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.peers import (
+    DiscoveredList,
     PairingCodeReply,
     PairWith,
     PeerInfo,
@@ -38,6 +39,9 @@ class PeersMixin:
         """The paired machines (asked whether each answers, unless `check` is off)."""
         params = {"check": "true" if check else "false"}
         return await self._request("GET", "/peers", PeerList, params=params, timeout=_PAIR_TIMEOUT)
+
+    async def discover_peers(self) -> DiscoveredList:
+        return await self._request("GET", "/peers/discover", DiscoveredList, timeout=_PAIR_TIMEOUT)
 
     async def open_pairing_code(self) -> PairingCodeReply:
         return await self._request("POST", "/peers/code", PairingCodeReply)

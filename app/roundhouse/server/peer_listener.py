@@ -21,11 +21,13 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from roundhouse.api.peers import PeerListenerStatus
+from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.infra.ports import PortInUseError, bind_listener
 from roundhouse.core.peers.client import PEER_PREFIX
+from roundhouse.core.peers.discovery import Advertiser, service_info
 from roundhouse.server.gateway_listener import _QuietServer
 from roundhouse.server.http_limits import listener_config
-from roundhouse.server.peer_service import PeerService
+from roundhouse.server.peer_service import PeerService, reachable_addresses
 from roundhouse.server.problems import install_problem_handlers, problem_response
 from roundhouse.server.request_guard import RequestGuard
 from roundhouse.server.routes.gateway import install_gateway
@@ -151,6 +153,7 @@ class _Plan:
     host: str
     port: int
     allowed_hosts: tuple[str, ...]
+    discovery: bool
 
 
 def _url(host: str, port: int) -> str:
@@ -176,21 +179,33 @@ class PeerListener:
         self._error: str | None = None
         self._bound: tuple[str, int] | None = None
         self._lock = asyncio.Lock()
+        self._advertiser = Advertiser()
+        self._discovery: str | None = None
         peers.listener_status = self.status
 
     def status(self) -> PeerListenerStatus:
-        fingerprint = self._peers.identity.fingerprint
+        fingerprint = self._peers.fingerprint
         if self._plan is None:
             return PeerListenerStatus(fingerprint=fingerprint)
         host, port = self._bound or (self._plan.host, self._plan.port)
-        return PeerListenerStatus(url=_url(host, port), fingerprint=fingerprint, error=self._error)
+        return PeerListenerStatus(
+            url=_url(host, port),
+            fingerprint=fingerprint,
+            error=self._error,
+            discovery=self._discovery,
+        )
 
     def _wanted(self) -> _Plan | None:
         settings = self._state.settings
         host = settings.peers.listen_host.strip()
         if not host:
             return None
-        return _Plan(host, settings.peers.port, tuple(settings.gateway.allowed_hosts))
+        return _Plan(
+            host,
+            settings.peers.port,
+            tuple(settings.gateway.allowed_hosts),
+            settings.peers.discovery,
+        )
 
     async def apply(self) -> None:
         """Listen as the settings say now: unchanged, moved, started or stopped."""
@@ -202,11 +217,43 @@ class PeerListener:
             self._plan, self._error, self._bound = plan, None, None
             if plan is not None:
                 self._start(plan)
+            if plan is not None and plan.discovery and self._running():
+                await self._advertise(plan)
+
+    async def _advertise(self, plan: _Plan) -> None:
+        """Say on the LAN where this listener is (mDNS); what keeps it from it, in words."""
+        addresses = reachable_addresses(plan.host)
+        if not addresses:
+            self._discovery = (
+                f"Not advertised: the listener is on {plan.host}, which no other machine "
+                "reaches. Set peers.listen_host to a LAN address or 0.0.0.0."
+            )
+            return
+        assert self._bound is not None
+        info = service_info(
+            self._peers.name,
+            self._bound[1],
+            self._peers.fingerprint,
+            self._peers.version,
+            addresses,
+        )
+        try:
+            await self._advertiser.start(info)
+        except (RoundhouseError, OSError, ValueError) as exc:
+            detail = exc.detail if isinstance(exc, RoundhouseError) else str(exc)
+            self._discovery = f"Not advertised: {detail}"
+            log.warning("mDNS advertising failed: %s", detail)
+            return
+        self._discovery = "advertised"
 
     def _running(self) -> bool:
         return self._task is not None and not self._task.done()
 
     def _start(self, plan: _Plan) -> None:
+        if self._peers.unavailable is not None:
+            self._error = f"Not listening: {self._peers.unavailable}"
+            log.warning("Peer listener not started: %s", self._error)
+            return
         try:
             sock = bind_listener(plan.host, plan.port)
         except PortInUseError as exc:
@@ -249,6 +296,9 @@ class PeerListener:
             log.error("Peer listener failed", exc_info=exc)
 
     async def _stop(self) -> None:
+        self._discovery = None
+        with contextlib.suppress(Exception):
+            await self._advertiser.stop()
         server, task = self._server, self._task
         self._server = self._task = None
         if server is None or task is None:

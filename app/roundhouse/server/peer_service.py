@@ -14,6 +14,8 @@ from collections.abc import Callable
 import psutil
 
 from roundhouse.api.peers import (
+    DiscoveredList,
+    DiscoveredPeer,
     PairingCodeReply,
     PairReply,
     PairRequest,
@@ -28,6 +30,7 @@ from roundhouse.base.paths import Home
 from roundhouse.core.errors import RoundhouseError, ServiceUnavailableError
 from roundhouse.core.peers import pairing
 from roundhouse.core.peers.client import PeerClient, PeerError, request_pairing
+from roundhouse.core.peers.discovery import browse
 from roundhouse.core.peers.store import Peer, PeerStore, key_hash, peer_id
 from roundhouse.core.peers.tls import (
     Identity,
@@ -36,6 +39,7 @@ from roundhouse.core.peers.tls import (
     machine_name,
     pinned_context,
 )
+from roundhouse.server.security import is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +59,14 @@ class PeerService:
     def __init__(self, home: Home, settings: Callable[[], Settings], version: str) -> None:
         self._settings = settings
         self.version = version
-        self.identity: Identity = load_or_create_identity(home.data_dir, machine_name())
+        self._identity: Identity | None = None
+        # Why pairing cannot work on this daemon (its identity cannot be made or read).
+        self.unavailable: str | None = None
+        try:
+            self._identity = load_or_create_identity(home.data_dir, machine_name())
+        except RoundhouseError as exc:
+            self.unavailable = exc.detail
+            log.error("Paired machines are unavailable: %s", exc.detail)
         self.store = PeerStore(home.config_dir)
         self.codes = pairing.PairingCodes()
         self._keys: dict[str, str] = {}
@@ -66,8 +77,19 @@ class PeerService:
         self.listeners: list[Callable[[], None]] = []
         # Where this daemon's own peer listener is: set by it (server/peer_listener.py).
         self.listener_status: Callable[[], PeerListenerStatus] = lambda: PeerListenerStatus(
-            fingerprint=self.identity.fingerprint
+            fingerprint=self.fingerprint
         )
+
+    @property
+    def identity(self) -> Identity:
+        """This daemon's identity; ServiceUnavailableError, in words, when it has none."""
+        if self._identity is None:
+            raise ServiceUnavailableError(self.unavailable or "No identity for pairing.")
+        return self._identity
+
+    @property
+    def fingerprint(self) -> str:
+        return "" if self._identity is None else self._identity.fingerprint
 
     @property
     def name(self) -> str:
@@ -134,7 +156,7 @@ class PeerService:
             code=offer.shown,
             expires_at=offer.expires_at,
             host=settings.listen_host or None,
-            addresses=_addresses(settings.listen_host),
+            addresses=reachable_addresses(settings.listen_host),
             port=settings.port,
             fingerprint=self.identity.fingerprint,
             listening=status.url is not None and status.error is None,
@@ -217,6 +239,23 @@ class PeerService:
             return _info(peer, reachable=False, error=exc.detail)
         return _info(peer, reachable=True, version=state.version)
 
+    async def discover(self) -> DiscoveredList:
+        """The daemons that answer on the LAN (mDNS), this one left out."""
+        paired = {p.fingerprint for p in self.store.list()}
+        found = [
+            DiscoveredPeer(
+                name=f.name,
+                addresses=list(f.addresses),
+                port=f.port,
+                fingerprint=f.fingerprint,
+                version=f.version,
+                paired=f.fingerprint in paired,
+            )
+            for f in await browse()
+            if f.fingerprint != self.fingerprint
+        ]
+        return DiscoveredList(found=found)
+
     # -- the peer listener's side of pairing ---------------------------------------------
 
     def admit_attempt(self) -> None:
@@ -284,11 +323,11 @@ def _info(
     )
 
 
-def _addresses(listen_host: str) -> list[str]:
-    """The addresses another machine may reach this one's listener at."""
+def reachable_addresses(listen_host: str) -> list[str]:
+    """The addresses another machine may reach a listener on `listen_host` at (IPv4)."""
     host = listen_host.strip()
     if host and host not in ("0.0.0.0", "::"):
-        return [host]
+        return [] if is_loopback(host) else [host]
     found: list[str] = []
     try:
         interfaces = psutil.net_if_addrs()

@@ -12,7 +12,7 @@ from pathlib import Path
 import keyring
 import pytest
 
-from roundhouse.core.peers import pairing
+from roundhouse.core.peers import discovery, pairing
 from roundhouse.core.peers.client import (
     PeerCertificateError,
     PeerClient,
@@ -163,3 +163,21 @@ def test_the_store_keeps_peers_and_checks_keys(tmp_path: Path, file_keyring: Non
     assert again.remove(peer.id) == peer
     assert again.outbound_key(peer.id) is None
     assert PeerStore(tmp_path / "config").list() == []
+
+
+def test_the_mdns_record_says_where_and_who_and_reads_back() -> None:
+    # Built and read without a network: tests never start zeroconf (it multicasts).
+    fingerprint = "ab" * 32
+    info = discovery.service_info("box one", 11502, fingerprint, "1.2.3", ["192.168.1.20"])
+    assert info.type == discovery.SERVICE_TYPE
+    assert info.name.startswith("box one abababab.")
+    found = discovery.found_from(info)
+    assert found == discovery.Found(
+        name="box one",
+        addresses=("192.168.1.20",),
+        port=11502,
+        fingerprint=fingerprint,
+        version="1.2.3",
+    )
+    stranger = discovery.service_info("x", 1, "not-a-fingerprint", "", ["192.168.1.21"])
+    assert discovery.found_from(stranger) is None

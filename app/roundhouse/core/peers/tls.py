@@ -11,11 +11,6 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from roundhouse.base.files import write_atomic
 from roundhouse.core.errors import InvalidInputError, ServiceUnavailableError
 
@@ -54,6 +49,18 @@ def load_or_create_identity(folder: Path, name: str) -> Identity:
 
 
 def _create(cert_path: Path, key_path: Path, name: str) -> None:
+    # Imported here: only the first start of a home makes an identity, and a build that lacks
+    # the package says so in words (below) instead of failing the daemon's start.
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+    except ImportError as exc:
+        raise ServiceUnavailableError(
+            "Pairing needs the `cryptography` package to make this machine's certificate, and "
+            "it is not installed: `pip install cryptography` in Roundhouse's environment."
+        ) from exc
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"Roundhouse {name}"[:64])])
     now = datetime.datetime.now(datetime.UTC)

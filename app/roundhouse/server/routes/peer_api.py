@@ -95,7 +95,8 @@ async def state(request: Request, services: Services) -> PeerState:
         for u in gateway.usage_report()
         if u.instance in own
     ]
-    startable = sorted({entry.model.id for entry in gateway.listed() if entry.instance is None})
+    listed = [e for e in gateway.listed() if e.instance is None or _own(e.instance)]
+    startable = sorted({entry.model.id for entry in listed if entry.instance is None})
     return PeerState(
         name=services.peers.name,
         version=services.version,
@@ -104,6 +105,7 @@ async def state(request: Request, services: Services) -> PeerState:
         instances=instances,
         load=load,
         startable=startable,
+        listed=[entry.model for entry in listed],
     )
 
 

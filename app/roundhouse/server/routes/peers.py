@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 
 from roundhouse.api.instances import InstanceInfo
 from roundhouse.api.peers import (
+    DiscoveredList,
     PairingCodeReply,
     PairWith,
     PeerInfo,
@@ -28,6 +29,13 @@ async def list_peers(
 ) -> PeerList:
     """The paired machines (whether each answers now) and this daemon's peer listener."""
     return await services.peers.list(check)
+
+
+@router.get("/discover", response_model=DiscoveredList)
+async def discover(services: Services) -> DiscoveredList:
+    """Roundhouse daemons that answer on the LAN (mDNS, 2 s): where each listens and its
+    fingerprint. Finding one trusts nothing: pairing still needs its code."""
+    return await services.peers.discover()
 
 
 @router.post("/code", response_model=PairingCodeReply)
