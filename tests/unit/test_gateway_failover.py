@@ -129,3 +129,15 @@ def test_a_fallback_serves_when_no_instance_of_the_model_is_healthy() -> None:
     # Nothing serves it but the library can start it: the start goes first, not a fallback.
     startable = {**args, "startable": True}
     assert pick([small], "m", _load({}, {}), avoid=(), **startable) is None  # type: ignore[arg-type]
+
+
+def test_fallbacks_are_set_as_json_and_checked() -> None:
+    from roundhouse.api.settings import Settings
+    from roundhouse.cli.settings_keys import SettingError, apply_setting
+
+    chains = apply_setting(Settings(), "gateway.fallbacks", '{"big": ["small", "small"]}')
+    assert chains.gateway.fallbacks == {"big": ["small"]}
+    with pytest.raises(SettingError, match="as JSON"):
+        apply_setting(Settings(), "gateway.fallbacks", "big:small")
+    with pytest.raises(SettingError, match="itself"):
+        apply_setting(Settings(), "gateway.fallbacks", '{"big": ["big"]}')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,14 @@ def _parse(key: str, annotation: Any, text: str) -> Any:
         annotation = next(a for a in args if a is not type(None))
     if typing.get_origin(annotation) is list:
         return [item.strip() for item in text.split(",") if item.strip()]
+    if typing.get_origin(annotation) is dict:
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise SettingError(
+                f"{key} is a table: give it as JSON, e.g. "
+                """'{"qwen3-8b": ["qwen3-4b"]}' (in single quotes for the shell)."""
+            ) from None
     if annotation is bool:
         word = text.strip().lower()
         if word not in _TRUE | _FALSE:
