@@ -60,6 +60,12 @@ def test_the_peer_routes_need_a_paired_machines_key(three: Three) -> None:
         # The one that must work, so the refusals below mean something.
         assert client.get("/peer/v1/state", headers=_bearer(key)).status_code == 200
         assert client.get("/v1/models", headers=_bearer(key)).status_code == 200
+        # The change feed, live: its first event tells a new follower to load everything.
+        with client.stream("GET", "/peer/v1/events", headers=_bearer(key)) as feed:
+            assert feed.status_code == 200
+            first = next(line for line in feed.iter_lines() if line.startswith("event:"))
+        assert first == "event: reset"
+        assert client.get("/peer/v1/events").status_code == 401
         assert client.get("/peer/v1/state").status_code == 401
         assert client.get("/peer/v1/state", headers=_bearer("x" * 43)).status_code == 401
         # Another daemon's own token, and c's own gateway key, are nothing here.
