@@ -141,3 +141,43 @@ def test_fallbacks_are_set_as_json_and_checked() -> None:
         apply_setting(Settings(), "gateway.fallbacks", "big:small")
     with pytest.raises(SettingError, match="itself"):
         apply_setting(Settings(), "gateway.fallbacks", '{"big": ["big"]}')
+
+
+def test_routes_show_each_instance_in_the_order_tried_with_its_circuit() -> None:
+    from rich.console import Console
+
+    from roundhouse.api.gateway import GatewayRoutes
+    from roundhouse.cli.gateway_routes_view import routes_view
+    from roundhouse.core.gateway.routes import routes_report
+
+    async def report() -> GatewayRoutes:
+        health = Health(lambda: CONFIG, _never)
+        health.failed("a", "connection refused")
+        health.failed("a", "connection refused")
+        load = Load(lambda i: health.breaker(i).state, lambda i: {"b": 3}.get(i, 0))
+        found = routes_report(
+            [_served("a"), _served("b")], load, health, {"m": ["n"]}, lambda _: 512, _no
+        )
+        await health.aclose()
+        return found
+
+    routes = asyncio.run(report())
+    [route] = routes.routes
+    assert [(e.instance, e.circuit, e.busy) for e in route.instances] == [
+        ("b", CircuitState.CLOSED, 3),
+        ("a", CircuitState.OPEN, 0),
+    ]
+    assert route.fallbacks == ["n"] and route.instances[1].last_error == "connection refused"
+    console = Console(width=160, record=True)
+    console.print(routes_view(routes, width=160))
+    text = console.export_text()
+    assert "falls back to n" in text and "open (check in 1 s)" in text
+    assert "connection refused" in text
+
+
+async def _never(_: str) -> bool:
+    return False
+
+
+def _no(_: str) -> bool:
+    return False
