@@ -181,3 +181,21 @@ async def _never(_: str) -> bool:
 
 def _no(_: str) -> bool:
     return False
+
+
+def test_an_instance_running_again_as_a_new_process_starts_with_its_circuit_closed() -> None:
+    async def scenario() -> None:
+        health = Health(lambda: CONFIG, _never)
+        old = _served("a").model_copy(update={"pid": 10, "started_at": 1.0})
+        for _ in range(2):
+            health.failed("a", "refused", (10, 1.0))
+        health.sync([old])
+        assert health.circuits() == {"a": CircuitState.OPEN}
+        restarting = old.model_copy(update={"pid": 11, "status": InstanceStatus.STARTING})
+        health.sync([restarting])
+        assert health.circuits() == {"a": CircuitState.OPEN}
+        health.sync([restarting.model_copy(update={"status": InstanceStatus.READY})])
+        assert health.circuits() == {} and health.takes_requests("a")
+        await health.aclose()
+
+    asyncio.run(scenario())

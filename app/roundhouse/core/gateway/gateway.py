@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import replace
 
-from roundhouse.api.gateway import GatewayModelList, GatewayRoutes
+from roundhouse.api.gateway import CircuitState, GatewayModelList, GatewayRoutes
 from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import Settings
@@ -144,6 +144,11 @@ class Gateway:
         found = list_models(self.candidates(), self.library(), self.starter.loading)
         return with_aliases(found, self._settings().gateway.aliases)
 
+    def _circuits(self) -> dict[str, CircuitState]:
+        # Read after every instance change (the change feed): a restarted one starts afresh.
+        self.health.sync(self.candidates())
+        return self.health.circuits()
+
     def model_list(self) -> GatewayModelList:
         settings = self._settings()
         listed = self.listed()
@@ -151,7 +156,7 @@ class Gateway:
             models=[entry.model for entry in listed],
             active_model=resolve_active(settings.chat.active_model, listed),
             default_model=settings.gateway.default_model,
-            circuits=self.health.circuits(),
+            circuits=self._circuits(),
         )
 
     def model_of(self, instance_id: str) -> str | None:
@@ -316,6 +321,7 @@ class Gateway:
         self, instances: list[InstanceInfo], model: str, avoid: frozenset[str]
     ) -> Route | None:
         """The healthy least busy instance for `model`, or a fallback's (failover.pick)."""
+        self.health.sync(instances)
         return pick(
             instances,
             model,
@@ -340,14 +346,20 @@ class Gateway:
     def routes(self) -> GatewayRoutes:
         """Per model: its instances in the order a request tries them, their circuit and
         load, and its fallbacks (`GET /api/v1/gateway/routes`)."""
+        instances = self.candidates()
+        self.health.sync(instances)
         return routes_report(
-            self.candidates(),
+            instances,
             self.load,
             self.health,
             self._settings().gateway.fallbacks,
             self.budget.known_context,
             self._is_preset,
         )
+
+    def failed(self, info: InstanceInfo, why: str) -> None:
+        """A request failed on the instance's side: counted by its circuit."""
+        self.health.failed(info.id, why, (info.pid, info.started_at))
 
     def _busy(self, instance_id: str) -> int:
         """Requests in flight on the instance and waiting for it."""
@@ -470,11 +482,11 @@ class Gateway:
                 response = await self.upstream.post(info, url, body, headers, stream=stream)
         except UPSTREAM_ERRORS as exc:
             why = f"{info.id} at {info.base_url} did not answer: {_why(exc)}"
-            self.health.failed(info.id, why)
+            self.failed(info, why)
             # Nothing reached the client: another instance may take the request.
             raise FailedBeforeReply(f"The {info.engine.value} instance {why}.", info.id) from exc
         if response.status in RETRY_STATUSES:
-            self.health.failed(info.id, f"it answered {response.status}")
+            self.failed(info, f"it answered {response.status}")
         else:
             self.health.succeeded(info.id)
         if 300 <= response.status < 400:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from roundhouse.api.gateway import CircuitState
+from roundhouse.api.instances import InstanceInfo, InstanceStatus
 from roundhouse.api.settings import GatewaySettings
 from roundhouse.base.tasks import cancel_and_wait
 from roundhouse.core.infra.changes import Changes
@@ -32,6 +33,8 @@ class Breaker:
     backoff_s: float = 0.0
     # When the next health check is due (monotonic seconds); None while none is.
     check_at: float | None = None
+    # The run of the instance (pid, start time) that failed: a new run starts afresh.
+    run: tuple[int | None, float] | None = None
 
     def failed(self, why: str, config: GatewaySettings, now: float) -> bool:
         """Count a failure; True when it opened the circuit."""
@@ -108,10 +111,13 @@ class Health:
             return None
         return max(0.0, breaker.check_at - self._clock())
 
-    def failed(self, instance_id: str, why: str) -> None:
+    def failed(
+        self, instance_id: str, why: str, run: tuple[int | None, float] | None = None
+    ) -> None:
         """A request to the instance failed on the instance's side (no connection, 502 or
-        503, a stream broken off)."""
+        503, a stream broken off); `run`: which run of it (pid, start time)."""
         breaker = self._breakers.setdefault(instance_id, Breaker())
+        breaker.run = run
         if breaker.failed(why, self._settings(), self._clock()):
             log.warning(
                 "The gateway sends no requests to instance %s for now (circuit open after %d "
@@ -133,14 +139,28 @@ class Health:
             self.changes.touch()
         del self._breakers[instance_id]
 
+    def sync(self, instances: list[InstanceInfo]) -> None:
+        """Start afresh with an instance that runs again as a new process (restarted, by
+        its supervisor or a user) and is ready: its failures were the old process's."""
+        for info in instances:
+            breaker = self._breakers.get(info.id)
+            if breaker is None or breaker.run is None or info.status != InstanceStatus.READY:
+                continue
+            if breaker.run != (info.pid, info.started_at):
+                log.info("Instance %s runs again: its circuit is closed", info.id)
+                self._drop(info.id)
+
     def forget_except(self, instance_ids: set[str]) -> None:
         """Drop what is known of instances that are gone."""
         for gone in [i for i in self._breakers if i not in instance_ids]:
-            del self._breakers[gone]
-            task = self._checks.pop(gone, None)
-            if task is not None:
-                task.cancel()
-            self.changes.touch()
+            self._drop(gone)
+
+    def _drop(self, instance_id: str) -> None:
+        del self._breakers[instance_id]
+        task = self._checks.pop(instance_id, None)
+        if task is not None:
+            task.cancel()
+        self.changes.touch()
 
     def _schedule(self, instance_id: str) -> None:
         running = self._checks.get(instance_id)

@@ -338,7 +338,7 @@ async def _forward(
             reply = await upstream.aread()
         except UPSTREAM_ERRORS as exc:
             why = f"{exc or exc.__class__.__name__}"
-            gateway.health.failed(instance_id, f"it broke off its reply: {why}")
+            gateway.failed(info, f"it broke off its reply: {why}")
             # Not a byte of it reached the client: another instance may answer it.
             raise FailedBeforeReply(
                 f"The instance {instance_id} broke off its reply: {why}.", instance_id
@@ -373,7 +373,7 @@ async def _forward(
         meter.finish(usage)
 
     def on_broken(why: str) -> None:
-        gateway.health.failed(instance_id, f"its stream broke off: {why}")
+        gateway.failed(info, f"its stream broke off: {why}")
 
     events = _relay(
         upstream, forward_usage, on_usage, meter.chunk, meter.timings, (info, on_broken)
