@@ -118,12 +118,12 @@ def test_a_wrong_certificate_is_refused(three: Three) -> None:
         settings = client.get("/api/v1/settings").json()
         port = settings["peers"]["port"]
         settings["peers"]["listen_host"] = ""
-        assert client.put("/api/v1/settings", json=settings).status_code == 200
+        assert client.put("/api/v1/settings", json=settings, timeout=30).status_code == 200
     with three.c.control() as client:
         mine = client.get("/api/v1/settings").json()
         old_port = mine["peers"]["port"]
         mine["peers"]["port"] = port
-        assert client.put("/api/v1/settings", json=mine).status_code == 200
+        assert client.put("/api/v1/settings", json=mine, timeout=30).status_code == 200
     try:
         status = peers_of(three.b, check=True)[0]
         assert status["reachable"] is False
@@ -134,10 +134,10 @@ def test_a_wrong_certificate_is_refused(three: Three) -> None:
     finally:
         with three.c.control() as client:
             mine["peers"]["port"] = old_port
-            assert client.put("/api/v1/settings", json=mine).status_code == 200
+            assert client.put("/api/v1/settings", json=mine, timeout=30).status_code == 200
         with three.a.control() as client:
             settings["peers"]["listen_host"] = "127.0.0.1"
-            assert client.put("/api/v1/settings", json=settings).status_code == 200
+            assert client.put("/api/v1/settings", json=settings, timeout=30).status_code == 200
     assert peers_of(three.b, check=True)[0]["reachable"] is True
 
 
@@ -177,3 +177,10 @@ def test_an_oversize_pairing_request_is_refused(three: Three) -> None:
             headers={"content-type": "application/json"},
         )
     assert reply.status_code == 413
+
+
+def test_a_daemon_cannot_pair_with_itself(three: Three) -> None:
+    offer = open_code(three.c)
+    reply = pair_with(three.c, offer["port"], offer["code"])
+    assert reply.status_code == 403 and "this daemon itself" in reply.json()["detail"]
+    assert peers_of(three.c) == []

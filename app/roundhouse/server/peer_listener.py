@@ -49,6 +49,9 @@ from roundhouse.server.services import DaemonServices, DaemonState
 
 log = logging.getLogger(__name__)
 
+# What a stop or a move waits for open requests before it cuts them.
+_GRACE_S = 2
+
 # Where a route finds the paired machine that made the request (request.state.peer).
 PEER_STATE = "peer"
 
@@ -281,6 +284,9 @@ class PeerListener:
             ssl_certfile=str(identity.cert_path),
             ssl_keyfile=str(identity.key_path),
         )
+        # Paired machines hold the change feed open for as long as they run: waiting for it
+        # to end would hold a move of this listener (a settings change) for the full grace.
+        config.timeout_graceful_shutdown = _GRACE_S
         self._server = server = _QuietServer(config)
         self._task = asyncio.create_task(server.serve(sockets=[sock]), name="peer-listener")
         self._task.add_done_callback(self._on_done)

@@ -277,6 +277,10 @@ class PeerService:
                 "The pairing request's certificate is not one."
             ) from exc
         ours = self.identity.fingerprint
+        if their_fp == ours:
+            raise pairing.PairingRefusedError(
+                "That is this daemon itself: pair with another machine's daemon."
+            )
         signed = pairing.transcript(ours, their_fp, key_hash(request.key))
         proof_key = await asyncio.to_thread(self.codes.accept, ours, signed, request.proof)
         our_key = secrets.token_urlsafe(32)
