@@ -100,7 +100,9 @@ def test_the_environment_chooses_the_store(folder: Path, monkeypatch: pytest.Mon
 
     use(keyring.backends.fail.Keyring())
     monkeypatch.setenv(SECRETS_ENV, "keyring")
-    with pytest.raises(SecretStoreError, match=r"Secret Service.*keyrings\.alt"):
+    with pytest.raises(
+        SecretStoreError, match=r"keyrings\.alt package\. Or unset ROUNDHOUSE_SECRETS"
+    ):
         secrets.get_secret(NAME)
 
     monkeypatch.setenv(SECRETS_ENV, "vault")

@@ -39,9 +39,7 @@ KEYRING_WORDS = "the system keyring"
 
 _NO_BACKEND = (
     "No system keyring is available to keep secrets in. On Linux, install and start a "
-    "Secret Service provider (GNOME Keyring or KWallet), or install the keyrings.alt package; "
-    "the daemon (`roundhouse serve`) keeps them in a file only you can read instead unless "
-    f"{SECRETS_ENV}=keyring is set."
+    "Secret Service provider (GNOME Keyring or KWallet), or install the keyrings.alt package."
 )
 
 
@@ -197,6 +195,11 @@ def _check(name: str) -> None:
 
 def _error(exc: keyring.errors.KeyringError, verb: str) -> SecretStoreError:
     if isinstance(exc, keyring.errors.NoKeyringError):
+        if _file is not None:  # the daemon, told to use the keyring only
+            return SecretStoreError(
+                f"{_NO_BACKEND} Or unset {SECRETS_ENV} (it says keyring): the daemon then "
+                "keeps them in a file only you can read."
+            )
         return SecretStoreError(_NO_BACKEND)
     if isinstance(exc, keyring.errors.KeyringLocked):
         return SecretStoreError(
