@@ -174,6 +174,7 @@ def test_added_by_address_and_chatted_with_through_every_client(
     )
     assert unplaced.status_code == 404, unplaced.text
     assert "Traceback" not in unplaced.text
+    assert "place it there in exo's dashboard" in unplaced.json()["error"]["message"]
     # Placed on the cluster (exo's own API, as its dashboard does), it is served without a
     # Scan: a miss makes the gateway look at attached engines again.
     placed = httpx.post(

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import replace
 
+from roundhouse.api.engines import EngineId
 from roundhouse.api.gateway import CircuitState, GatewayModelList, GatewayRoutes
 from roundhouse.api.gateway import InstanceUsage as UsageReport
 from roundhouse.api.instances import InstanceInfo, InstanceStatus
@@ -386,6 +387,16 @@ class Gateway:
             f"the model library nor saved as a preset. Models available: {offer}. Download it "
             "(`roundhouse models pull`), add its folder to the library, or set a default model "
             "for unknown names (`roundhouse gateway default MODEL`)."
+        ) + self._exo_hint()
+
+    def _exo_hint(self) -> str:
+        """exo lists every model card it knows but serves only those placed on its cluster:
+        the name asked may well be one of its cards."""
+        if not any(i.engine == EngineId.EXO for i in self.candidates()):
+            return ""
+        return (
+            " An attached exo serves only the models placed on its cluster: place it there "
+            "in exo's dashboard, then ask again."
         )
 
     # -- usage ----------------------------------------------------------------------------
