@@ -1,4 +1,4 @@
-"""Attach an OpenAI-compatible server Roundhouse does not run (LM Studio, Jan, another machine)."""
+"""Attach a server Roundhouse does not run (LM Studio, Jan, exo, another machine) by its URL."""
 
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ class AttachDialog(QDialog):
         self.setMinimumWidth(520)
         intro = QLabel(
             "Roundhouse lists an OpenAI-compatible server that runs elsewhere (LM Studio, Jan, "
-            "LocalAI, another machine) with its models. It never starts or stops it."
+            "LocalAI, exo's cluster at http://127.0.0.1:52415, another machine) with its "
+            "models. It never starts or stops it."
         )
         intro.setWordWrap(True)
         self.url_edit = QLineEdit()
