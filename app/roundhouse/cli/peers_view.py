@@ -32,7 +32,7 @@ def peers_view(answer: PeerList) -> RenderableType:
         where = Text(f"Peer listener: {listener.url}", style="green")
     if not answer.peers:
         return Group(where, Text("No paired machines. Pair one with `roundhouse peers add`."))
-    ids, names = Column("ID", whole=True), Column("Name", whole=True)
+    ids, names = Column("ID", whole=True), Column("Name")
     addresses, states = Column("Address", whole=True), Column("State")
     since = Column("Paired", drop=1)
     now = time.time()
