@@ -4,7 +4,10 @@ sent on; every client API passed through to the machine's gateway."""
 
 from __future__ import annotations
 
+from roundhouse.api.engines import EngineId
+from roundhouse.api.gateway import ModelState
 from roundhouse.api.instances import InstanceOrigin
+from roundhouse.core.gateway.library import Startable
 from roundhouse.core.gateway.listing import list_models
 from roundhouse.core.gateway.native import NativeApis
 from roundhouse.core.gateway.router import route
@@ -57,3 +60,19 @@ def test_every_client_api_passes_through_to_a_peer() -> None:
     assert native.path(peer, "responses") == "responses"
     # OpenAI's own paths are the request's path already; nothing to translate.
     assert native.path(peer, "openai") is None
+
+
+def test_a_name_this_machine_can_start_stays_its_own() -> None:
+    here = Startable(
+        id="tiny",
+        engine=EngineId.LLAMA_CPP,
+        model="/models/tiny.gguf",
+        preset=None,
+        names=frozenset({"tiny", "tiny.gguf"}),
+    )
+    found = list_models([_peer("gpu-box:1", "tiny", "qwen3")], [here], lambda _: False)
+    assert [(e.model.id, e.model.state) for e in found] == [
+        ("gpu-box/tiny", ModelState.SERVING),
+        ("qwen3", ModelState.SERVING),
+        ("tiny", ModelState.STARTABLE),
+    ]

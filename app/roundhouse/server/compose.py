@@ -37,6 +37,7 @@ from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import EngineResolver, InstanceService
 from roundhouse.core.models.library.places import hub_cache_dir
+from roundhouse.core.peers.watch import PeerWatch
 from roundhouse.core.system.updates import UpdateChecker
 from roundhouse.server.feed_wiring import ChangeFeed
 from roundhouse.server.gateway_listener import (
@@ -103,7 +104,9 @@ def instance_service(state: DaemonState) -> InstanceService:
     )
 
 
-def _gateway(state: DaemonState, instances: InstanceService, models: ModelsOpening) -> Gateway:
+def _gateway(
+    state: DaemonState, instances: InstanceService, models: ModelsOpening, remote: PeerWatch
+) -> Gateway:
     def library() -> ModelLibrary | None:
         opened = models.now()
         return None if opened is None else opened.library
@@ -124,7 +127,14 @@ def _gateway(state: DaemonState, instances: InstanceService, models: ModelsOpeni
     # opens after the daemon's start: until then it offers nothing).
     local = LibraryStartables(library, fit_for, models.wait)
     # Settings read live: PUT /api/v1/settings replaces `state.settings`.
-    return Gateway(instances, settings=lambda: state.settings, local=local)
+    return Gateway(instances, settings=lambda: state.settings, local=local, remote=remote)
+
+
+def _peer_watch(peers: PeerService) -> PeerWatch:
+    """The paired machines' instances, followed for the gateway; again on each pairing."""
+    watch = PeerWatch(peers.store.list, peers.client, peers.key_for, peers.context_for)
+    peers.listeners.append(watch.sync)
+    return watch
 
 
 def build_services(
@@ -151,7 +161,9 @@ def build_services(
     chats = ChatStore(home.data_dir / CHAT_FILE, lambda: state.settings.chat.max_conversations)
     # Opened beside the server's start; their routes wait for it.
     models = ModelsOpening(state, jobs)
-    gateway = _gateway(state, instances, models)
+    peers = PeerService(home, lambda: state.settings, __version__)
+    peer_watch = _peer_watch(peers)
+    gateway = _gateway(state, instances, models, peer_watch)
     # Benchmarks go through this daemon's own gateway.
     bench = BenchService(home.data_dir / "bench", url + GATEWAY_PATH, token, jobs=jobs)
     gateway_key = GatewayKeyStore.with_marker_in(home.state_dir)
@@ -164,7 +176,6 @@ def build_services(
     def peer_app(hosts: frozenset[str]) -> FastAPI:
         return create_peer_app(services, hosts)
 
-    peers = PeerService(home, lambda: state.settings, __version__)
     services = DaemonServices(
         state=state,
         token=token,
@@ -190,6 +201,7 @@ def build_services(
             __version__, home.state_dir / "updates.json", lambda: state.settings.ui.check_updates
         ),
         peers=peers,
+        peer_watch=peer_watch,
         peer_listener=PeerListener(state, peers, peer_app),
         feed=ChangeFeed(),
         stopping=stopping,
@@ -202,6 +214,7 @@ async def start_services(services: DaemonServices) -> None:
     unguarded while it loads), the listeners, the sampler, the metrics, the update check."""
     await services.gateway_key.load()
     await services.peers.load()
+    services.peer_watch.sync()
     await services.apply_listeners()
     services.sampler.start()
     services.metrics.start()
@@ -216,6 +229,7 @@ async def close_services(services: DaemonServices) -> None:
     await services.second_listener.close()
     await services.ollama_listener.close()
     await services.peer_listener.close()
+    await services.peer_watch.aclose()
     await services.updates.stop()
     # Benchmarks end first: their requests would otherwise fail against stopping engines.
     await services.ab.aclose()

@@ -57,7 +57,13 @@ class ChangeFeed:
         # aliases, the active model), and the presets (what it can start): it is read again
         # after any event or a preset's save, and published when it differs.
         # A circuit opening or closing changes it too (its `circuits`).
-        gateway_sources = [self.feed.changes, instances.presets.changes, gateway.health.changes]
+        # And what the paired machines serve.
+        gateway_sources = [
+            self.feed.changes,
+            instances.presets.changes,
+            gateway.health.changes,
+            services.peer_watch.changes,
+        ]
         self._run("gateway", relay(self.feed, EventKind.GATEWAY, gateway_models, gateway_sources))
         self._run("models", self._relay_models(services))
         # The one job board: installs, downloads, pulls, benchmarks and A/B runs.

@@ -30,6 +30,7 @@ from roundhouse.core.system.updates import UpdateChecker
 from roundhouse.server.feed_wiring import ChangeFeed
 
 if TYPE_CHECKING:
+    from roundhouse.core.peers.watch import PeerWatch
     from roundhouse.server.gateway_listener import SecondListener
     from roundhouse.server.models_wiring import ModelsOpening
     from roundhouse.server.peer_listener import PeerListener
@@ -141,6 +142,8 @@ class DaemonServices:
     # Paired machines (pairing, their keys, this daemon's identity) and the TLS listener
     # they reach this daemon at (peers.listen_host).
     peers: PeerService
+    # The paired machines' instances, followed from their change feeds for the gateway.
+    peer_watch: PeerWatch
     peer_listener: PeerListener
     # The change feed (GET /api/v1/events) and the relays that publish each kind into it.
     feed: ChangeFeed

@@ -140,6 +140,14 @@ class Gateway:
         """Every instance a request may go to: this machine's, then paired machines'."""
         return [*self.instances.all(memory=False), *self.remote.instances()]
 
+    def candidates_for(self, model: str) -> list[InstanceInfo]:
+        """The instances a request for `model` may go to: a name this machine can start stays
+        this machine's (a paired machine's instance of it is reached as `machine/name`)."""
+        remote = self.remote.instances()
+        if remote and find(self.library(), model) is not None:
+            remote = []
+        return [*self.instances.all(memory=False), *remote]
+
     def listed(self) -> list[Listed]:
         """Serving, loading and startable models, each id once, then the aliases."""
         found = list_models(self.candidates(), self.library(), self.starter.loading)
@@ -174,7 +182,7 @@ class Gateway:
 
     def route(self, model: str) -> Route:
         name, via = self.aliased(model)
-        found = route(self.candidates(), name, self._is_preset)
+        found = route(self.candidates_for(name), name, self._is_preset)
         return replace(found, model=name, via=via)
 
     def aliased(self, model: str) -> tuple[str, str]:
@@ -240,7 +248,7 @@ class Gateway:
         started: InstanceInfo | None = None
         rescanned = False
         while True:
-            instances = self.candidates()
+            instances = self.candidates_for(model)
             picked = self._pick(instances, model, avoid)
             if picked is not None:
                 return picked if picked.via else replace(picked, via=via)

@@ -47,6 +47,9 @@ def list_models(
     # Names a preset starts: an engine we did not start may not take them. A library
     # model's names reserve nothing: the Ollama running here serves its own store.
     reserved = {name for s in startables if s.preset for name in (s.id, *s.names)}
+    # Names this machine can start stay its own: a paired machine's instance of one is
+    # listed as `machine/name`.
+    startable_here = {name for s in startables for name in (s.id, *s.names)}
     for info in by_preference(instances):
         if info.status == InstanceStatus.READY:
             state = ModelState.SERVING
@@ -58,7 +61,8 @@ def list_models(
         if is_peer(info):
             # Its machine's gateway named them; a name taken here already (this machine's,
             # or another machine's) is listed as `machine/name`.
-            ids = [peer_name(info, m) if m in out else m for m in info.models]
+            here = out.keys() | startable_here
+            ids = [peer_name(info, m) if m in here else m for m in info.models]
         elif info.may_serve_presets:
             matches = [s for s in startables if s.names & names_of(info)]
             claimed |= {s.key for s in matches}

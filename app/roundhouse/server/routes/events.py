@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Header, Query
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from roundhouse.server.deps import Feed, Services
+from roundhouse.api.events import EventKind
+from roundhouse.core.errors import InvalidInputError
+from roundhouse.server.deps import Services
 from roundhouse.server.streams import until_stopped
 
+if TYPE_CHECKING:
+    from roundhouse.server.services import DaemonServices
+
 router = APIRouter(tags=["events"])
+
+ALL_KINDS = frozenset(k.value for k in EventKind if k != EventKind.RESET)
 
 # A resume point no run of the daemon gave: the follower is told to reset.
 _UNREADABLE = -1
@@ -27,14 +34,46 @@ def resume_point(last_event_id: str | None, since: int | None) -> int | None:
     return since
 
 
+def chosen_kinds(kinds: str | None, allowed: frozenset[str] = ALL_KINDS) -> frozenset[str]:
+    """The kinds a follower asked for (comma-separated; None: all it may have), within
+    `allowed`; a reset always comes. An unknown kind is refused in words."""
+    if kinds is None or not kinds.strip():
+        return allowed | {EventKind.RESET}
+    asked = {k.strip() for k in kinds.split(",") if k.strip()}
+    unknown = sorted(asked - allowed)
+    if unknown:
+        raise InvalidInputError(
+            f"Unknown event kind {', '.join(repr(k) for k in unknown)}: choose among "
+            f"{', '.join(sorted(allowed))}."
+        )
+    return frozenset(asked) | {EventKind.RESET}
+
+
+async def followed(
+    services: DaemonServices, resume: int | None, kinds: frozenset[str]
+) -> AsyncIterator[ServerSentEvent]:
+    """The feed from `resume` on, the chosen kinds only, until the daemon stops."""
+    items = services.feed.feed.follow(resume)
+    async for item in until_stopped(items, services.stopping):
+        if item.kind in kinds:
+            yield ServerSentEvent(id=str(item.seq), event=item.kind, raw_data=item.json)
+
+
+KindsQuery = Query(
+    default=None,
+    max_length=200,
+    description="comma-separated kinds to follow (instances, gateway, ...); default: all",
+)
+
+
 @router.get("/events", response_class=EventSourceResponse)
 async def events(
     services: Services,
-    feed: Feed,
     since: Annotated[
         int | None,
         Query(ge=0, description="the seq of the last event applied: the stream resumes after it"),
     ] = None,
+    kinds: str | None = KindsQuery,
     last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """Every change as an SSE message: `id` the event's seq, `event` its kind (instances,
@@ -42,6 +81,6 @@ async def events(
     the kind's whole state. Without a resume point, or one the daemon no longer keeps, a
     `reset` comes first: load every kind again, then apply what follows. A keep-alive
     comment comes every 15 s of quiet; the stream ends when the daemon stops."""
-    items = feed.feed.follow(resume_point(last_event_id, since))
-    async for item in until_stopped(items, services.stopping):
-        yield ServerSentEvent(id=str(item.seq), event=item.kind, raw_data=item.json)
+    chosen = chosen_kinds(kinds)
+    async for message in followed(services, resume_point(last_event_id, since), chosen):
+        yield message

@@ -4,10 +4,14 @@ state, start and stop, unpairing, and the change feed. Never mounted on the cont
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import ValidationError
 
+from roundhouse.api.events import EventKind
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin
 from roundhouse.api.peers import (
     MAX_PAIR_BODY,
@@ -22,13 +26,14 @@ from roundhouse.core.errors import InvalidInputError, NotFoundError, RoundhouseE
 from roundhouse.core.gateway.errors import GatewayError
 from roundhouse.core.peers.client import PEER_PREFIX
 from roundhouse.server.deps import Services
-from roundhouse.server.routes.events import router as events_router
+from roundhouse.server.routes.events import KindsQuery, chosen_kinds, followed, resume_point
 
 PAIR_PATH = f"{PEER_PREFIX}/pair"
 
 router = APIRouter(prefix=PEER_PREFIX, tags=["peer"])
-# The change feed, as on the control API: a peer follows this machine's instances live.
-router.include_router(events_router)
+# What a paired machine may follow of this one's change feed: what it serves. Not the
+# settings, the library, the jobs or the logs, which are the owner's.
+PEER_KINDS = frozenset({EventKind.INSTANCES, EventKind.GATEWAY})
 
 
 class _PeerProblem(RoundhouseError):
@@ -133,3 +138,19 @@ async def stop(request: Request, instance_id: str, services: Services) -> PeerSt
         raise NotFoundError(f"This machine runs no instance {instance_id!r}.")
     stopped = await services.instances.stop(instance_id, force=False)
     return PeerStopped(instance=stopped.id, stopped=True)
+
+
+@router.get("/events", response_class=EventSourceResponse)
+async def events(
+    request: Request,
+    services: Services,
+    since: Annotated[int | None, Query(ge=0)] = None,
+    kinds: str | None = KindsQuery,
+    last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> AsyncIterator[ServerSentEvent]:
+    """This machine's change feed as a paired machine may follow it: what it serves (the
+    instances, the gateway's models), as the control API's feed sends them."""
+    _caller(request)
+    chosen = chosen_kinds(kinds, PEER_KINDS)
+    async for message in followed(services, resume_point(last_event_id, since), chosen):
+        yield message
