@@ -10,7 +10,13 @@ from typing import NoReturn
 
 import pytest
 
-from tests.engines.llama_server import CACHE_KEY, ENV_BINARY, binary_runs, find_llama_server
+from tests.engines.llama_server import (
+    CACHE_KEY,
+    ENV_BINARY,
+    binary_runs,
+    find_llama_server,
+    find_rpc_server,
+)
 from tests.fixtures.models.tiny_hf import write_tiny_hf_hub_cache, write_tiny_hf_model
 from tests.fixtures.models.tiny_llama import write_tiny_llama_gguf
 
@@ -38,6 +44,22 @@ def llama_server_binary() -> Path:
         _missing(f"no llama-server built for {CACHE_KEY}")
     if not binary_runs(binary):
         _missing(f"{binary} does not run `--version`")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def rpc_server_binary(llama_server_binary: Path) -> Path:
+    """llama.cpp's rpc-server of the same build (GGML_RPC), beside llama-server."""
+    binary = find_rpc_server()
+    if binary is None:
+        _missing(f"no rpc-server beside {llama_server_binary} (a build from before GGML_RPC)")
+    try:
+        done = subprocess.run([str(binary), "--help"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _missing(f"{binary} does not run: {exc}")
+    # Its --help prints the usage and exits 1; a binary that cannot run never prints it.
+    if b"--host" not in done.stderr + done.stdout:
+        _missing(f"{binary} does not run `--help`")
     return binary
 
 

@@ -1,4 +1,4 @@
-"""The pinned llama.cpp `llama-server` used by tests: where it is cached and how it is built."""
+"""The pinned llama.cpp `llama-server` and `rpc-server` used by tests: where cached, how built."""
 
 # Stdlib only: .ci/build-llama-server may run this before the venv has anything else.
 
@@ -35,6 +35,7 @@ ENV_SDIST = "ROUNDHOUSE_LLAMA_SDIST"
 # cache restored on another runner cannot die of SIGILL. Static libs keep the binary
 # self-contained; OpenMP off drops the libgomp dependency (ggml has its own thread pool).
 # The UI and OpenSSL are off because the tests need neither and the build has no network.
+# GGML_RPC on: the split across machines (ADR 36) runs rpc-server beside llama-server.
 CMAKE_OPTIONS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DBUILD_SHARED_LIBS=OFF",
@@ -48,7 +49,12 @@ CMAKE_OPTIONS = (
     "-DLLAMA_BUILD_SERVER=ON",
     "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DGGML_RPC=ON",
 )
+# Every binary the tests run, built and cached together: a cache missing one is rebuilt.
+# This llama.cpp names its RPC worker ggml-rpc-server (older releases: rpc-server).
+RPC_SERVER = "ggml-rpc-server"
+TARGETS = ("llama-server", RPC_SERVER)
 
 
 def cache_root() -> Path:
@@ -67,6 +73,32 @@ def install_dir() -> Path:
 
 def cached_binary() -> Path:
     return install_dir() / "bin" / "llama-server"
+
+
+def cached_rpc_server() -> Path:
+    return install_dir() / "bin" / RPC_SERVER
+
+
+def _build_info() -> str:
+    return f"{SDIST_FILENAME} sha256 {SDIST_SHA256}\n" + "\n".join(CMAKE_OPTIONS) + "\n"
+
+
+def cache_complete() -> bool:
+    """True when the cached build has every target, runs, and was built with these options.
+
+    A cache from before rpc-server (CI's warm cache) fails this and is rebuilt.
+    """
+    info = install_dir() / "BUILD-INFO.txt"
+    try:
+        same_options = info.read_text(encoding="utf-8") == _build_info()
+    except OSError:
+        return False
+    bin_dir = install_dir() / "bin"
+    return (
+        same_options
+        and all((bin_dir / name).is_file() for name in TARGETS)
+        and binary_runs(cached_binary())
+    )
 
 
 def binary_runs(binary: Path) -> bool:
@@ -89,6 +121,16 @@ def find_llama_server() -> Path | None:
         path = Path(env)
         return path if path.is_file() else None
     binary = cached_binary()
+    return binary if binary.is_file() else None
+
+
+def find_rpc_server() -> Path | None:
+    """The rpc-server to test against: beside ROUNDHOUSE_LLAMA_SERVER, else the cached build."""
+    env = os.environ.get(ENV_BINARY)
+    if env:
+        path = Path(env).with_name(RPC_SERVER)
+        return path if path.is_file() else None
+    binary = cached_rpc_server()
     return binary if binary.is_file() else None
 
 
@@ -169,14 +211,14 @@ def _remove_stale_temp_dirs() -> None:
 
 
 def build(*, jobs: int | None = None, force: bool = False) -> Path:
-    """Build llama-server into the cache unless a working one is there; return its path."""
+    """Build llama-server and rpc-server into the cache unless complete there; return the former."""
     start = time.monotonic()
     target = cached_binary()
-    if not force and binary_runs(target):
+    if not force and cache_complete():
         _log(f"cached and working: {target} ({time.monotonic() - start:.1f} s)")
         return target
     with _build_lock():
-        if not force and binary_runs(target):
+        if not force and cache_complete():
             _log(f"built meanwhile by another run: {target}")
             return target
         _remove_stale_temp_dirs()
@@ -193,23 +235,21 @@ def build(*, jobs: int | None = None, force: bool = False) -> Path:
                 ["cmake", "-S", str(source), "-B", str(build_dir), *generator, *CMAKE_OPTIONS],
                 check=True,
             )
-            _log(f"building target llama-server with {jobs} jobs (about 10 min on 2 cores)")
+            names = " ".join(TARGETS)
+            _log(f"building targets {names} with {jobs} jobs (about 10 min on 2 cores)")
             compile_start = time.monotonic()
-            target_args = ["--target", "llama-server", "--config", "Release", "-j", str(jobs)]
+            target_args = ["--target", *TARGETS, "--config", "Release", "-j", str(jobs)]
             subprocess.run(["cmake", "--build", str(build_dir), *target_args], check=True)
             _log(f"compiled in {time.monotonic() - compile_start:.0f} s")
             stage = work / "stage"
             (stage / "bin").mkdir(parents=True)
-            built = build_dir / "bin" / "llama-server"
-            shutil.copy2(built, stage / "bin" / "llama-server")
+            for name in TARGETS:
+                shutil.copy2(build_dir / "bin" / name, stage / "bin" / name)
             # Shared libraries only exist if someone flips BUILD_SHARED_LIBS; keep them beside
             # the binary, where its RPATH ($ORIGIN) finds them.
             for lib in (build_dir / "bin").glob("*.so*"):
                 shutil.copy2(lib, stage / "bin" / lib.name)
-            (stage / "BUILD-INFO.txt").write_text(
-                f"{SDIST_FILENAME} sha256 {SDIST_SHA256}\n" + "\n".join(CMAKE_OPTIONS) + "\n",
-                encoding="utf-8",
-            )
+            (stage / "BUILD-INFO.txt").write_text(_build_info(), encoding="utf-8")
             if not binary_runs(stage / "bin" / "llama-server"):
                 raise SystemExit("the freshly built llama-server does not run --version")
             # Only a complete, working install ever takes the cache's name.

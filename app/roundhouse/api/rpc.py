@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from roundhouse.api.fit import FitQuery
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,4 +73,14 @@ class SplitProposal(_Frozen):
     summary: str
     slower: str = Field(
         default="", description="why it would be slower than one machine, in words; empty: not"
+    )
+
+
+class SplitQuery(_Frozen):
+    """Propose a split of the model `fit` names over this machine and `workers`."""
+
+    fit: FitQuery
+    workers: list[MachineMemory] = Field(min_length=1, description="in --rpc order")
+    link_mbps: float | None = Field(
+        default=None, gt=0, description="the link's speed, when known: a slow one is named"
     )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from roundhouse.api.rpc import RpcServerInfo, RpcServerRequest
-from roundhouse.server.deps import Instances
+from roundhouse.api.rpc import RpcServerInfo, RpcServerRequest, SplitProposal, SplitQuery
+from roundhouse.core.knowledge.fit.split import propose_split
+from roundhouse.server.deps import Fitter, Instances, ModelsOpen
 
 router = APIRouter(tags=["rpc-servers"])
 
@@ -28,3 +29,12 @@ async def start_rpc_server(request: RpcServerRequest, instances: Instances) -> R
 async def stop_rpc_server(worker_id: str, instances: Instances) -> RpcServerInfo:
     """Stop the rpc-server and what it started."""
     return await instances.stop_rpc_server(worker_id)
+
+
+@router.post("/rpc-servers/split", response_model=SplitProposal, dependencies=[ModelsOpen])
+async def propose(query: SplitQuery, fitter: Fitter) -> SplitProposal:
+    """The split the fit estimate proposes over this machine and the workers (each with its
+    free memory): layers and bytes per machine, llama-server's --tensor-split and -ngl, and
+    in words when one machine would be faster."""
+    fit = await fitter.fit(query.fit)
+    return propose_split(fit.report, query.workers, link_mbps=query.link_mbps)
