@@ -17,6 +17,7 @@ import pytest
 
 from roundhouse.api.settings import ModelsSettings
 from tests.daemon_process import DaemonProcess, path_with
+from tests.processes import free_port
 from tests.support import cli
 from tests.support.peers import open_code, pair, peer_daemon, peers_of
 
@@ -169,3 +170,39 @@ def test_discovery_on_loopback_is_not_advertised_and_says_why(machines: Pair) ->
         assert client.put("/api/v1/settings", json=settings).status_code == 200
     assert listener["error"] is None and listener["url"].startswith("https://127.0.0.1:")
     assert listener["discovery"].startswith("Not advertised: the listener is on 127.0.0.1")
+
+
+def test_a_machine_that_moved_is_found_again_with_its_own_certificate_only(
+    machines: Pair,
+) -> None:
+    alpha, beta = machines.alpha, machines.beta
+    pair(beta, alpha)
+    alpha_id = peers_of(beta)[0]["id"]
+    new_port = free_port()
+    with alpha.control() as client:
+        settings = client.get("/api/v1/settings").json()
+        old_port = settings["peers"]["port"]
+        settings["peers"]["port"] = new_port
+        assert client.put("/api/v1/settings", json=settings, timeout=30).status_code == 200
+    try:
+        assert peers_of(beta, check=True)[0]["reachable"] is False
+        # Another daemon's listener (beta's own) is not alpha: refused, nothing changes.
+        with beta.control() as client:
+            beta_port = client.get("/api/v1/settings").json()["peers"]["port"]
+        wrong = _cli(beta, "peers", "move", alpha_id, f"127.0.0.1:{beta_port}")
+        assert wrong.returncode == 1 and "different certificate" in wrong.stderr
+        assert peers_of(beta)[0]["port"] == old_port
+        moved = _cli(beta, "peers", "move", alpha_id, f"127.0.0.1:{new_port}")
+        assert moved.returncode == 0, moved.stderr
+        assert f"127.0.0.1:{new_port}" in moved.stdout
+        status = peers_of(beta, check=True)[0]
+        assert status["port"] == new_port and status["reachable"] is True
+        # Unpaired where alpha is now: alpha is told.
+        with beta.control() as client:
+            gone = client.delete(f"/api/v1/peers/{alpha_id}", timeout=60).json()
+        assert gone["told_peer"] is True
+        assert peers_of(alpha) == [] and peers_of(beta) == []
+    finally:
+        with alpha.control() as client:
+            settings["peers"]["port"] = old_port
+            assert client.put("/api/v1/settings", json=settings, timeout=30).status_code == 200

@@ -92,6 +92,14 @@ class PairWith(_Frozen):
     code: str = Field(min_length=10, max_length=40)
 
 
+class PeerMove(_Frozen):
+    """`PATCH /api/v1/peers/{id}`: the paired machine is now at host:port (its certificate
+    must be the one pinned)."""
+
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(default=11502, ge=1, le=65535)
+
+
 class Unpaired(_Frozen):
     """`DELETE /api/v1/peers/{id}`: removed here; whether the other side was told."""
 

@@ -83,6 +83,31 @@ def add(ctx: click.Context, address: str, pair_code: str, as_json: bool) -> None
     )
 
 
+@peers.command("move")
+@click.argument("peer_id")
+@click.argument("address")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def move(ctx: click.Context, peer_id: str, address: str, as_json: bool) -> None:
+    """The machine PEER_ID is now at ADDRESS (HOST or HOST:PORT), e.g. after its address
+    changed: kept once it answers there with the certificate pinned when pairing."""
+    from roundhouse.cli.output import console, print_json
+
+    host, port = _address(address)
+
+    async def ask() -> PeerInfo:
+        async with daemon_client(ctx) as client:
+            return await client.move_peer(peer_id, host, port)
+
+    peer = run_async(ask())
+    if as_json:
+        print_json(peer)
+    else:
+        console.print(
+            f"{peer.name} ({peer.id}) is now at {peer.host}:{peer.port}.", highlight=False
+        )
+
+
 @peers.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--no-check", is_flag=True, help="Do not ask each machine whether it answers.")

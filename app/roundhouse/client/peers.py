@@ -14,6 +14,7 @@ from roundhouse.api.peers import (
     PairWith,
     PeerInfo,
     PeerList,
+    PeerMove,
     PeerStart,
     PeerState,
     PeerStopped,
@@ -50,6 +51,12 @@ class PeersMixin:
         body = PairWith(host=host, port=port, code=code).model_dump_json()
         return await self._request(
             "POST", "/peers", PeerInfo, content=body, headers=_JSON, timeout=_PAIR_TIMEOUT
+        )
+
+    async def move_peer(self, peer: str, host: str, port: int) -> PeerInfo:
+        body = PeerMove(host=host, port=port).model_dump_json()
+        return await self._request(
+            "PATCH", f"/peers/{peer}", PeerInfo, content=body, headers=_JSON, timeout=_PAIR_TIMEOUT
         )
 
     async def unpair(self, peer: str) -> Unpaired:

@@ -10,6 +10,7 @@ import secrets
 import ssl
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import psutil
 
@@ -189,6 +190,22 @@ class PeerService:
     def _listen_port(self) -> int:
         status = self.listener_status()
         return self._settings().peers.port if status.url is not None else 0
+
+    async def move(self, peer: str, host: str, port: int) -> PeerInfo:
+        """Record that `peer` is now at host:port, once it answers there with the pinned
+        certificate (a different one is refused, and nothing changes)."""
+        found = self.store.require(peer)
+        key = self._keys.get(found.id)
+        if key is None:
+            raise ServiceUnavailableError(
+                f"The key for {found.name} is not available: remove it and pair again."
+            )
+        async with PeerClient(replace(found, host=host, port=port), key) as client:
+            state = await client.state()
+        moved = await asyncio.to_thread(self.store.moved, found.id, host, port)
+        self._changed()
+        log.info("Paired machine %s (%s) is now at %s:%d", moved.name, moved.id, host, port)
+        return _info(moved, reachable=True, version=state.version)
 
     async def unpair(self, peer: str) -> Unpaired:
         """Forget `peer` here, and tell it to forget this machine."""

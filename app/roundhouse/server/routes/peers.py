@@ -12,6 +12,7 @@ from roundhouse.api.peers import (
     PairWith,
     PeerInfo,
     PeerList,
+    PeerMove,
     PeerStart,
     PeerState,
     PeerStopped,
@@ -49,6 +50,13 @@ async def open_code(services: Services) -> PairingCodeReply:
 async def pair(request: PairWith, services: Services) -> PeerInfo:
     """Pair with the machine at host:port that shows the code."""
     return await services.peers.pair_with(request)
+
+
+@router.patch("/{peer_id}", response_model=PeerInfo)
+async def move(peer_id: str, request: PeerMove, services: Services) -> PeerInfo:
+    """The paired machine has a new address: kept once it answers there with the certificate
+    pinned when pairing."""
+    return await services.peers.move(peer_id, request.host, request.port)
 
 
 @router.delete("/{peer_id}", response_model=Unpaired)
