@@ -184,6 +184,10 @@ def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
     llama_daemon: DaemonProcess, rpc_server_binary: Path, tiny_gguf: Path
 ) -> None:
     before = set(rpc_pids(rpc_server_binary))
+    # Detection reports the worker beside llama-server.
+    listed = cli.roundhouse(llama_daemon, "engines", columns=400, no_color=True)
+    assert listed.returncode == 0, listed.stderr
+    assert "rpc-server beside it" in listed.stdout, listed.stdout
     with llama_daemon.control() as api:
         wide = api.post("/api/v1/rpc-servers", json={"host": "0.0.0.0", "port": free_port()})
         assert wide.status_code == 422

@@ -32,6 +32,9 @@ def engines_view(overview: EnginesOverview) -> Table:
             where = engine.where
             if engine.path:
                 where += f": {engine.path}"
+            if spec.id == EngineId.LLAMA_CPP:
+                # The split across machines needs it here and on each worker (ADR 36).
+                where += "; rpc-server beside it" if engine.rpc_server else "; no rpc-server"
             table.add_row(spec.title, status, engine.version or "—", where, formats)
         if spec.id not in found:
             why = missing[spec.id].why if spec.id in missing else "not found"
