@@ -21,6 +21,7 @@ from roundhouse.api.gateway import GatewayModelList
 from roundhouse.api.instances import InstanceList, LogCounts
 from roundhouse.api.jobs import JobList
 from roundhouse.api.library import LibraryList
+from roundhouse.api.peers import PeersView
 from roundhouse.api.settings import Settings
 
 
@@ -36,6 +37,7 @@ class EventKind(StrEnum):
     LIBRARY = "library"
     ENGINES = "engines"
     LOGS = "logs"
+    PEERS = "peers"
 
 
 class ResetReason(StrEnum):
@@ -121,6 +123,14 @@ class LogsEvent(_Event):
     data: LogCounts
 
 
+class PeersEvent(_Event):
+    """A machine was paired, unpaired or moved, or a paired machine told something new
+    about itself (its instances, what it serves) or stopped answering: the whole view."""
+
+    kind: Literal[EventKind.PEERS] = EventKind.PEERS
+    data: PeersView
+
+
 FeedEvent = Annotated[
     ResetEvent
     | InstancesEvent
@@ -130,7 +140,8 @@ FeedEvent = Annotated[
     | JobsEvent
     | GatewayEvent
     | EnginesEvent
-    | LogsEvent,
+    | LogsEvent
+    | PeersEvent,
     Field(discriminator="kind"),
 ]
 # An event of state (not a reset).
@@ -143,6 +154,7 @@ StateEvent = (
     | GatewayEvent
     | EnginesEvent
     | LogsEvent
+    | PeersEvent
 )
 
 FEED_EVENT: TypeAdapter[FeedEvent] = TypeAdapter(FeedEvent)

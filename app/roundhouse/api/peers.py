@@ -11,6 +11,27 @@ from roundhouse.api.instances import InstanceInfo
 
 # A pairing request carries two certificates' worth of text at most.
 MAX_PAIR_BODY = 16 * 1024
+# The peer listener's port unless the settings say another (peers.port).
+DEFAULT_PEER_PORT = 11502
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """HOST, HOST:PORT or [IPv6]:PORT as a person types it; ValueError, in words, if not."""
+    text = text.strip()
+    if text.startswith("["):  # [fe80::1]:11502
+        host, _, rest = text[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    if not host:
+        raise ValueError("Give the other machine's address, e.g. 192.168.1.20 or box.local:11502.")
+    if not port_text:
+        return host, DEFAULT_PEER_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"{port_text!r} is not a port: give HOST or HOST:PORT.")
+    return host, int(port_text)
 
 
 class _Frozen(BaseModel):
@@ -142,6 +163,25 @@ class PeerStart(_Frozen):
 class PeerStopped(_Frozen):
     instance: str
     stopped: bool
+
+
+class PeerSeen(_Frozen):
+    """What a paired machine last told about itself through its change feed, or why it
+    could not be asked (this daemon follows each one; see core/peers/watch.py)."""
+
+    id: str
+    state: PeerState | None = Field(default=None, description="None: not heard from (yet)")
+    error: str | None = Field(default=None, description="why it could not be asked, in words")
+
+
+class PeersView(_Frozen):
+    """`GET /api/v1/peers/machines` and the change feed's `peers` event: the paired
+    machines (each one's `reachable` as last seen, not asked now), this daemon's listener,
+    and what each machine last told."""
+
+    peers: list[PeerInfo]
+    listener: PeerListenerStatus
+    seen: list[PeerSeen]
 
 
 class DiscoveredPeer(_Frozen):

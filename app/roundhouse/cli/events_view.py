@@ -16,6 +16,7 @@ from roundhouse.api.events import (
     JobsEvent,
     LibraryEvent,
     LogsEvent,
+    PeersEvent,
     ResetEvent,
     ResetReason,
     SettingsEvent,
@@ -24,6 +25,7 @@ from roundhouse.api.gateway import GatewayModelList, ModelState
 from roundhouse.api.instances import InstanceList, LogCounts
 from roundhouse.api.jobs import ENDED_STATES, JobList
 from roundhouse.api.library import LibraryList
+from roundhouse.api.peers import PeersView
 from roundhouse.api.settings import Settings
 from roundhouse.base.units import format_bytes
 
@@ -68,6 +70,8 @@ class EventLines:
             return engines_line(event.data)
         if isinstance(event, LogsEvent):
             return logs_line(event.data)
+        if isinstance(event, PeersEvent):
+            return peers_line(event.data)
         assert isinstance(event, GatewayEvent)
         return gateway_line(event.data)
 
@@ -102,6 +106,20 @@ def settings_line(before: Settings | None, after: Settings) -> str:
     shown = [f"{key} = {new.get(key)!r}" for key in changed[:_SHOWN_SETTINGS]]
     more = len(changed) - len(shown)
     return "saved: " + ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def peers_line(view: PeersView) -> str:
+    if not view.peers:
+        return "no paired machines"
+    seen = {s.id: s for s in view.seen}
+    each = []
+    for peer in view.peers:
+        state = seen[peer.id].state if peer.id in seen else None
+        if state is not None:
+            each.append(f"{peer.name} ({_count(len(state.instances), 'instance')})")
+        else:
+            each.append(f"{peer.name} (not reachable)" if peer.error else peer.name)
+    return f"{_count(len(each), 'paired machine')}: " + ", ".join(each)
 
 
 def library_line(listing: LibraryList) -> str:

@@ -8,6 +8,7 @@ import httpx
 from pydantic import BaseModel
 
 from roundhouse.api.instances import InstanceInfo
+from roundhouse.api.metrics import MetricsHistory
 from roundhouse.api.peers import (
     DiscoveredList,
     PairingCodeReply,
@@ -18,6 +19,7 @@ from roundhouse.api.peers import (
     PeerStart,
     PeerState,
     PeerStopped,
+    PeersView,
     Unpaired,
 )
 
@@ -40,6 +42,10 @@ class PeersMixin:
         """The paired machines (asked whether each answers, unless `check` is off)."""
         params = {"check": "true" if check else "false"}
         return await self._request("GET", "/peers", PeerList, params=params, timeout=_PAIR_TIMEOUT)
+
+    async def machines(self) -> PeersView:
+        """The paired machines as last seen through their change feeds (nothing asked now)."""
+        return await self._request("GET", "/peers/machines", PeersView)
 
     async def discover_peers(self) -> DiscoveredList:
         return await self._request("GET", "/peers/discover", DiscoveredList, timeout=_PAIR_TIMEOUT)
@@ -79,4 +85,14 @@ class PeersMixin:
     async def peer_stop(self, peer: str, instance: str) -> PeerStopped:
         return await self._request(
             "DELETE", f"/peers/{peer}/instances/{instance}", PeerStopped, timeout=_START_TIMEOUT
+        )
+
+    async def peer_metrics(self, peer: str, instance: str, window_s: float) -> MetricsHistory:
+        """One of `peer`'s instances' figures over the last `window_s` seconds."""
+        return await self._request(
+            "GET",
+            f"/peers/{peer}/metrics/{instance}",
+            MetricsHistory,
+            params={"window": window_s},
+            timeout=_PAIR_TIMEOUT,
         )

@@ -17,7 +17,9 @@ from roundhouse.api.jobs import JobList
 from roundhouse.api.library import LibraryList
 from roundhouse.api.settings import Settings
 from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.core.infra.changes import Changes
 from roundhouse.core.infra.feed import CAPACITY, Feed, relay
+from roundhouse.server.peers_view import peers_view
 
 if TYPE_CHECKING:
     from roundhouse.core.models.library.service import LibraryService
@@ -90,6 +92,19 @@ class ChangeFeed:
         # instance that comes or restarts changes its count's generation.
         log_sources = [instances.log_changes, instances.changes]
         self._run("logs", relay(self.feed, EventKind.LOGS, log_counts, log_sources))
+        self._relay_peers(services)
+
+    def _relay_peers(self, services: DaemonServices) -> None:
+        """The paired machines: one paired, unpaired or moved, and what each one's change
+        feed told (or why it could not be asked), as the watch reads it."""
+        peers, watch = services.peers, services.peer_watch
+        paired = Changes()
+        peers.listeners.append(paired.touch)
+
+        async def view() -> BaseModel:
+            return await peers_view(peers, watch)
+
+        self._run("peers", relay(self.feed, EventKind.PEERS, view, [paired, watch.seen_changes]))
 
     async def _relay_models(self, services: DaemonServices) -> None:
         """The library and the download queue, once the model services are open."""

@@ -18,6 +18,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from roundhouse.api.instances import InstanceInfo
+from roundhouse.api.metrics import MetricsHistory
 from roundhouse.api.peers import PairReply, PairRequest, PeerStart, PeerState, PeerStopped
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.peers import pairing
@@ -163,6 +164,13 @@ class PeerClient:
     async def stop(self, instance: str) -> PeerStopped:
         reply = await self.request("DELETE", f"{PEER_PREFIX}/instances/{instance}")
         return _parse(PeerStopped, reply, self.peer)
+
+    async def metrics(self, instance: str, window_s: float) -> MetricsHistory:
+        """One of the peer's instances' figures over the last `window_s` seconds."""
+        reply = await self.request(
+            "GET", f"{PEER_PREFIX}/metrics/{instance}", params={"window": window_s}
+        )
+        return _parse(MetricsHistory, reply, self.peer)
 
     async def unpair(self) -> None:
         """Tell the peer to forget this machine."""

@@ -99,6 +99,9 @@ class PeerWatch:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         # Told when what the paired machines serve changes (the feed's gateway event).
         self.changes = Changes()
+        # Told whenever what a machine told (or why it could not be asked) is read anew:
+        # the feed's peers event (the Machines page).
+        self.seen_changes = Changes()
 
     # -- what the gateway reads (RemoteInstances) ----------------------------------------
 
@@ -182,6 +185,7 @@ class PeerWatch:
             await self._read(peer, client)
 
     def _publish(self) -> None:
+        self.seen_changes.touch()
         paired = {p.id: p for p in self._peers()}
         routed: list[InstanceInfo] = []
         for peer_id, seen in self._seen.items():

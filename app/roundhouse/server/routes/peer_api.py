@@ -43,7 +43,7 @@ class _PeerProblem(RoundhouseError):
         self.title = "Refused" if status < 500 else "Not available"
 
 
-def _caller(request: Request) -> str:
+def caller(request: Request) -> str:
     peer = getattr(request.state, "peer", None)
     if not isinstance(peer, str):
         # Only a paired machine's key reaches here (the listener's key guard).
@@ -79,11 +79,11 @@ async def pair(request: Request, services: Services) -> PairReply:
 @router.delete("/pair", status_code=204)
 async def unpair(request: Request, services: Services) -> Response:
     """The calling machine unpaired this one: forget it too."""
-    await services.peers.forgotten_by(_caller(request))
+    await services.peers.forgotten_by(caller(request))
     return Response(status_code=204)
 
 
-def _own(info: InstanceInfo) -> bool:
+def is_own(info: InstanceInfo) -> bool:
     # This machine's instances only: a peer never acts through us on a third machine.
     return info.origin != InstanceOrigin.PEER
 
@@ -91,16 +91,16 @@ def _own(info: InstanceInfo) -> bool:
 @router.get("/state", response_model=PeerState)
 async def state(request: Request, services: Services) -> PeerState:
     """This machine: its hardware, instances, load, and the models it can start by name."""
-    _caller(request)
+    caller(request)
     gateway = services.gateway
-    instances = [i for i in services.instances.all() if _own(i)]
+    instances = [i for i in services.instances.all() if is_own(i)]
     own = {i.id for i in instances}
     load = [
         PeerLoad(instance=u.instance, in_flight=u.in_flight, queued=u.queued)
         for u in gateway.usage_report()
         if u.instance in own
     ]
-    listed = [e for e in gateway.listed() if e.instance is None or _own(e.instance)]
+    listed = [e for e in gateway.listed() if e.instance is None or is_own(e.instance)]
     startable = sorted({entry.model.id for entry in listed if entry.instance is None})
     return PeerState(
         name=services.peers.name,
@@ -117,12 +117,12 @@ async def state(request: Request, services: Services) -> PeerState:
 @router.post("/instances", response_model=InstanceInfo)
 async def start(request: Request, asked: PeerStart, services: Services) -> InstanceInfo:
     """Start (or find running) the model as this machine's gateway would; answers when ready."""
-    _caller(request)
+    caller(request)
     try:
         served = await services.gateway.serve(asked.model)
     except GatewayError as exc:
         raise _PeerProblem(exc.message, exc.status) from exc
-    if not _own(served):
+    if not is_own(served):
         raise _PeerProblem(
             f"'{asked.model}' is served by another paired machine, not this one.", 404
         )
@@ -132,8 +132,8 @@ async def start(request: Request, asked: PeerStart, services: Services) -> Insta
 @router.delete("/instances/{instance_id}", response_model=PeerStopped)
 async def stop(request: Request, instance_id: str, services: Services) -> PeerStopped:
     """Stop an instance this machine runs (never one Roundhouse did not start)."""
-    _caller(request)
-    found = next((i for i in services.instances.all() if i.id == instance_id and _own(i)), None)
+    caller(request)
+    found = next((i for i in services.instances.all() if i.id == instance_id and is_own(i)), None)
     if found is None:
         raise NotFoundError(f"This machine runs no instance {instance_id!r}.")
     stopped = await services.instances.stop(instance_id, force=False)
@@ -150,7 +150,7 @@ async def events(
 ) -> AsyncIterator[ServerSentEvent]:
     """This machine's change feed as a paired machine may follow it: what it serves (the
     instances, the gateway's models), as the control API's feed sends them."""
-    _caller(request)
+    caller(request)
     chosen = chosen_kinds(kinds, PEER_KINDS)
     async for message in followed(services, resume_point(last_event_id, since), chosen):
         yield message

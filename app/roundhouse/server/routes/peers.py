@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from roundhouse.api.instances import InstanceInfo
+from roundhouse.api.metrics import MetricsHistory
 from roundhouse.api.peers import (
     DiscoveredList,
     PairingCodeReply,
@@ -16,9 +17,12 @@ from roundhouse.api.peers import (
     PeerStart,
     PeerState,
     PeerStopped,
+    PeersView,
     Unpaired,
 )
 from roundhouse.server.deps import Services
+from roundhouse.server.peers_view import peers_view
+from roundhouse.server.routes.metrics import Window
 
 router = APIRouter(prefix="/peers", tags=["peers"])
 
@@ -30,6 +34,14 @@ async def list_peers(
 ) -> PeerList:
     """The paired machines (whether each answers now) and this daemon's peer listener."""
     return await services.peers.list(check)
+
+
+@router.get("/machines", response_model=PeersView)
+async def machines(services: Services) -> PeersView:
+    """The paired machines as last seen through each one's change feed (nothing is asked
+    now): what each told about itself (hardware, instances, load, what it can start), or
+    why it could not be asked. The change feed's `peers` event carries the same."""
+    return await peers_view(services.peers, services.peer_watch)
 
 
 @router.get("/discover", response_model=DiscoveredList)
@@ -85,3 +97,13 @@ async def peer_stop(peer_id: str, instance_id: str, services: Services) -> PeerS
     """Stop an instance on the peer."""
     async with services.peers.client(peer_id) as client:
         return await client.stop(instance_id)
+
+
+@router.get("/{peer_id}/metrics/{instance_id}", response_model=MetricsHistory)
+async def peer_metrics(
+    peer_id: str, instance_id: str, services: Services, window: Window = 300.0
+) -> MetricsHistory:
+    """One of the peer's instances' live figures over the window, asked of it now (its id as
+    the peer knows it)."""
+    async with services.peers.client(peer_id) as client:
+        return await client.metrics(instance_id, window)
