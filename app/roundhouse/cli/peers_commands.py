@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from roundhouse.api.instances import InstanceInfo
     from roundhouse.api.peers import PeerInfo, PeerStopped, Unpaired
 
-DEFAULT_PORT = 11502
+DEFAULT_PORT = 11502  # api.peers.DEFAULT_PEER_PORT, without importing pydantic at load
 
 
 @click.group()
@@ -37,23 +37,13 @@ def code(ctx: click.Context, as_json: bool) -> None:
 
 
 def _address(text: str) -> tuple[str, int]:
+    from roundhouse.api.peers import parse_address
     from roundhouse.cli.output import fail
 
-    text = text.strip()
-    if text.startswith("["):  # [fe80::1]:11502
-        host, _, rest = text[1:].partition("]")
-        port_text = rest.removeprefix(":")
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    else:
-        host, port_text = text, ""
-    if not host:
-        fail("Give the other machine's address, e.g. 192.168.1.20 or box.local:11502.", code=2)
-    if not port_text:
-        return host, DEFAULT_PORT
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        fail(f"{port_text!r} is not a port: give HOST or HOST:PORT.", code=2)
-    return host, int(port_text)
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        fail(str(exc), code=2)
 
 
 @peers.command("add")
