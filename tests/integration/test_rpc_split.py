@@ -4,6 +4,7 @@ with --rpc, the same greedy output as one machine, and nothing left once it stop
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from roundhouse.api.engines import DetectedEngine, EngineId, FoundBy, LaunchPara
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.core.engines.rpc import RpcAddress
 from roundhouse.core.errors import InvalidInputError
-from roundhouse.core.instances import InstanceManager
+from roundhouse.core.instances import InstanceManager, OnLeftover
 from roundhouse.core.instances.rpc_workers import RpcWorkers
 from roundhouse.core.supervise import EngineExitedError
 from roundhouse.core.supervise.errors import PortTakenError
@@ -100,7 +101,7 @@ def test_split_over_two_rpc_servers_answers_as_one_machine_and_leaves_nothing(
         try:
             owned = instances.rpc_workers.list(owner=instance.id)
             assert sorted(str(w.address) for w in owned) == sorted(workers)
-            worker_pids = [w.process.pid for w in owned]
+            worker_pids = [w.pid for w in owned]
             assert all(alive(pid) for pid in worker_pids)
             argv = instance.record.argv
             at = argv.index("--rpc")
@@ -164,7 +165,7 @@ def test_a_worker_binds_its_address_only_and_refuses_every_interface(
         try:
             listening = [
                 c.laddr
-                for c in psutil.Process(worker.process.pid).net_connections("inet")
+                for c in psutil.Process(worker.pid).net_connections("inet")
                 if c.status == psutil.CONN_LISTEN
             ]
             assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", port)]
@@ -175,7 +176,7 @@ def test_a_worker_binds_its_address_only_and_refuses_every_interface(
         finally:
             await workers.stop_owned("peer-a")
         assert workers.list() == []
-        assert_nothing_left(worker.process.pid, worker.process.pid)
+        assert_nothing_left(worker.pid, worker.pid)
 
     asyncio.run(main())
 
@@ -255,4 +256,51 @@ def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
         assert gone.status_code == 200, gone.text
         assert api.get("/api/v1/rpc-servers").json() == []
     assert_nothing_left(worker["pid"], worker["pid"], started_with["pid"])
+    assert set(rpc_pids(rpc_server_binary)) <= before
+
+
+@pytest.mark.parametrize("on_leftover", ["reap", "adopt"])
+def test_workers_a_dead_daemon_left_are_ended_or_kept_with_their_instance(
+    llama_server_binary: Path,
+    rpc_server_binary: Path,
+    tiny_gguf: Path,
+    home_root: Path,
+    on_leftover: OnLeftover,
+) -> None:
+    spec = load_catalog().spec(EngineId.LLAMA_CPP)
+    engine = detected(llama_server_binary, rpc_server_binary)
+    before = set(rpc_pids(rpc_server_binary))
+
+    async def crash() -> tuple[str, int, list[int]]:
+        """Start a split instance, then drop the manager without stopping anything."""
+        first = manager(home_root)
+        params = LaunchParams(
+            model=str(tiny_gguf),
+            port=free_port(),
+            ctx_size=512,
+            n_gpu_layers="all",
+            rpc=(f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"),
+        )
+        instance = await first.start(spec, engine, params)
+        return instance.id, instance.pid, [w.pid for w in first.rpc_workers.list()]
+
+    instance_id, engine_pid, worker_pids = asyncio.run(crash())
+    gc.collect()
+    assert alive(engine_pid) and all(alive(pid) for pid in worker_pids)
+
+    async def next_daemon() -> None:
+        second = InstanceManager(home_root / "state", home_root / "logs", on_leftover=on_leftover)
+        await second.recover()
+        if on_leftover == "reap":
+            assert second.rpc_workers.list() == []
+            return
+        # Adopted: its workers serve on with it, and go when it is stopped.
+        kept = second.rpc_workers.list(owner=instance_id)
+        assert sorted(w.pid for w in kept) == sorted(worker_pids)
+        assert all(alive(pid) for pid in worker_pids)
+        await second.stop(instance_id)
+        assert second.rpc_workers.list() == []
+
+    asyncio.run(next_daemon())
+    assert_nothing_left(engine_pid, engine_pid, *worker_pids)
     assert set(rpc_pids(rpc_server_binary)) <= before

@@ -122,7 +122,7 @@ class InstanceManager:
         # Every engine this daemon starts answers only its instance's key (ADR 21).
         self._keys = keys or EngineKeys(state_dir)
         # The rpc-servers of split instances (ADR 36), and those the API started for a peer.
-        self.rpc_workers = rpc_workers or RpcWorkers(log_dir)
+        self.rpc_workers = rpc_workers or RpcWorkers(log_dir, state_dir)
 
     async def start(
         self,
@@ -324,6 +324,8 @@ class InstanceManager:
                         instance.record.probe_url,
                     )
         await self._save()
+        # The workers of the instances kept serve on; those of any other are ended.
+        await self.rpc_workers.recover({i.id for i in adopted})
         await self.prune_logs()  # the instances kept running are known now
         return Recovery(tuple(adopted), tuple(reaped), tuple(stale))
 

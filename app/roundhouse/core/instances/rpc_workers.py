@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import socket
@@ -12,9 +13,18 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import psutil
 
 from roundhouse.api.engines import DetectedEngine
-from roundhouse.core.engines.rpc import RpcAddress, build_rpc_server, check_bind_host
+from roundhouse.base.files import write_atomic
+from roundhouse.core.engines.rpc import (
+    RPC_STOP_GRACE_S,
+    RpcAddress,
+    build_rpc_server,
+    check_bind_host,
+)
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 from roundhouse.core.supervise import EngineProcess
 from roundhouse.core.supervise.errors import EngineExitedError, EngineNotReadyError
@@ -30,6 +40,11 @@ DEVICES_WAIT_S = 2.0
 # "  CPU: AMD Ryzen 9 (64215 MiB, 60123 MiB free)", one line per device it offers.
 _DEVICE_LINE = re.compile(r"^\s+(\S+): .*\((\d+) MiB, (\d+) MiB free\)\s*$")
 MIB = 1024 * 1024
+# In the state folder: the workers running now, so that a daemon started after one that
+# died finds those it left (the instances' records are instances.json).
+WORKERS_FILE = "rpc-workers.json"
+# A reused pid's create time differs by more than this (see manager.CREATE_TIME_TOLERANCE_S).
+CREATE_TIME_TOLERANCE_S = 1.0
 
 
 @dataclass
@@ -39,10 +54,28 @@ class RpcWorker:
     id: str
     address: RpcAddress
     owner: str
-    process: EngineProcess
+    pid: int
     started_at: float
+    # Ours: the process we spawned. None: one a dead daemon left that its adopted instance
+    # still uses, known by its psutil process only.
+    process: EngineProcess | None
+    leftover: psutil.Process | None = None
+    create_time: float | None = None
+    argv: tuple[str, ...] = ()
     free_bytes: int | None = None
     total_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "owner": self.owner,
+            "host": self.address.host,
+            "port": self.address.port,
+            "pid": self.pid,
+            "create_time": self.create_time,
+            "argv": list(self.argv),
+            "started_at": self.started_at,
+        }
 
 
 def no_rpc_server(detected: DetectedEngine) -> str:
@@ -70,10 +103,18 @@ def device_memory(lines: Sequence[str]) -> tuple[int, int] | None:
 class RpcWorkers:
     """The rpc-servers this daemon runs, each owned by an instance or by the API (a peer)."""
 
-    def __init__(self, log_dir: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        state_dir: Path | None = None,
+        *,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+    ) -> None:
         self._log_dir = log_dir
+        self._file = state_dir / WORKERS_FILE if state_dir is not None else None
         self._ready_timeout_s = ready_timeout_s
         self._workers: dict[str, RpcWorker] = {}
+        self._save_lock = asyncio.Lock()
 
     def list(self, owner: str | None = None) -> list[RpcWorker]:
         workers = sorted(self._workers.values(), key=lambda w: w.started_at)
@@ -86,7 +127,7 @@ class RpcWorkers:
             raise NotFoundError(f"No RPC worker has the id {worker_id!r}.") from None
 
     def pids(self) -> set[int]:
-        return {w.process.pid for w in self._workers.values()}
+        return {w.pid for w in self._workers.values()}
 
     async def start(
         self,
@@ -120,11 +161,28 @@ class RpcWorkers:
             with contextlib.suppress(Exception):
                 await process.stop()
             raise
-        worker = RpcWorker(worker_id, address, owner, process, time.time())
+        worker = RpcWorker(
+            worker_id,
+            address,
+            owner,
+            process.pid,
+            time.time(),
+            process,
+            create_time=process.create_time,
+            argv=plan.argv,
+        )
         memory = await self._devices(process)
         if memory is not None:
             worker.free_bytes, worker.total_bytes = memory
         self._workers[worker_id] = worker
+        try:
+            await self._save()
+        except BaseException:
+            # A worker no record names would outlive a crash unseen: never run one.
+            self._workers.pop(worker_id, None)
+            with contextlib.suppress(Exception):
+                await process.stop()
+            raise
         log.info("RPC worker %s on %s started for %s", worker_id, address, owner)
         return worker
 
@@ -132,8 +190,55 @@ class RpcWorkers:
         worker = self._workers.pop(worker_id, None)
         if worker is None:
             raise NotFoundError(f"No RPC worker has the id {worker_id!r}.")
-        await worker.process.stop()
+        if worker.process is not None:
+            await worker.process.stop()
+        elif worker.leftover is not None:
+            await asyncio.to_thread(_end, worker.leftover)
+        await self._save()
         log.info("RPC worker %s on %s stopped", worker.id, worker.address)
+
+    async def recover(self, keep_owners: set[str]) -> tuple[tuple[RpcWorker, ...], tuple[int, ...]]:
+        """At daemon start: keep the leftover workers of the instances kept (adopted), end
+        every other one a dead daemon left; (the kept, the pids ended)."""
+        kept: tuple[RpcWorker, ...] = ()
+        ended: tuple[int, ...] = ()
+        for record in await asyncio.to_thread(self._load):
+            process = await asyncio.to_thread(_still_ours, record)
+            if process is None:
+                continue
+            if record.owner in keep_owners:
+                record.leftover = process
+                self._workers[record.id] = record
+                kept += (record,)
+            else:
+                log.info(
+                    "Stopping RPC worker %s (pid %s) left by an earlier run", record.id, record.pid
+                )
+                await asyncio.to_thread(_end, process)
+                ended += (record.pid,)
+        await self._save()
+        return kept, ended
+
+    async def _save(self) -> None:
+        if self._file is None:
+            return
+        async with self._save_lock:
+            body = {"version": 1, "workers": [w.to_json() for w in self.list()]}
+            data = json.dumps(body, indent=2, ensure_ascii=False).encode("utf-8")
+            await asyncio.to_thread(write_atomic, self._file, data)
+
+    def _load(self) -> tuple[RpcWorker, ...]:
+        """The workers the file names; none when it is missing or not ours (logged)."""
+        if self._file is None:
+            return ()
+        try:
+            body = json.loads(self._file.read_bytes().decode("utf-8"))
+            return tuple(_from_json(entry) for entry in body["workers"])
+        except FileNotFoundError:
+            return ()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("Ignoring the RPC workers file %s: %s", self._file, exc)
+            return ()
 
     async def stop_owned(self, owner: str) -> None:
         """Stop every worker `owner` started (an instance's, when it stops or fails)."""
@@ -171,6 +276,46 @@ class RpcWorkers:
                 return memory
             await asyncio.sleep(0.05)
         return None
+
+
+def _from_json(data: dict[str, Any]) -> RpcWorker:
+    create_time = data["create_time"]
+    return RpcWorker(
+        id=str(data["id"]),
+        address=RpcAddress(str(data["host"]), int(data["port"])),
+        owner=str(data["owner"]),
+        pid=int(data["pid"]),
+        started_at=float(data["started_at"]),
+        process=None,
+        create_time=float(create_time) if create_time is not None else None,
+        argv=tuple(str(a) for a in data["argv"]),
+    )
+
+
+def _still_ours(record: RpcWorker) -> psutil.Process | None:
+    """The record's process when it still runs as the one started (create time, argv)."""
+    if record.create_time is None:
+        return None
+    try:
+        process = psutil.Process(record.pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        if abs(process.create_time() - record.create_time) > CREATE_TIME_TOLERANCE_S:
+            return None
+        return process if tuple(process.cmdline()) == record.argv else None
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def _end(process: psutil.Process) -> None:
+    """End a worker that is not our child: SIGTERM, then SIGKILL after its grace time."""
+    with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+        process.terminate()
+    _, alive = psutil.wait_procs([process], timeout=RPC_STOP_GRACE_S)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=RPC_STOP_GRACE_S)
 
 
 def accepts(address: RpcAddress) -> bool:

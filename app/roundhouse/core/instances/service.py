@@ -361,7 +361,7 @@ def _rpc_info(worker: RpcWorker) -> RpcServerInfo:
         port=worker.address.port,
         address=str(worker.address),
         owner=worker.owner,
-        pid=worker.process.pid,
+        pid=worker.pid,
         started_at=worker.started_at,
         free_bytes=worker.free_bytes,
         total_bytes=worker.total_bytes,
