@@ -7,6 +7,7 @@ import asyncio
 import gc
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -181,6 +182,13 @@ def test_a_worker_binds_its_address_only_and_refuses_every_interface(
     asyncio.run(main())
 
 
+def listed_workers(api: httpx.Client) -> list[dict[str, Any]]:
+    answer = api.get("/api/v1/rpc-servers")
+    assert answer.status_code == 200, answer.text
+    workers: list[dict[str, Any]] = answer.json()["rpc_servers"]
+    return workers
+
+
 def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
     llama_daemon: DaemonProcess, rpc_server_binary: Path, tiny_gguf: Path
 ) -> None:
@@ -200,7 +208,7 @@ def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
         assert made.status_code == 201, made.text
         worker = made.json()
         assert worker["address"] == f"127.0.0.1:{port}" and alive(worker["pid"])
-        assert [w["id"] for w in api.get("/api/v1/rpc-servers").json()] == [worker["id"]]
+        assert [w["id"] for w in listed_workers(api)] == [worker["id"]]
 
         # The split the fit estimate proposes with what the worker has free: the tiny model
         # fits here, so it says one machine is faster.
@@ -242,7 +250,7 @@ def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
         instance = json.loads(started.stdout)
         assert instance["status"] == "ready"
         assert instance["options"]["rpc"] == [f"127.0.0.1:{port}", own]
-        running = api.get("/api/v1/rpc-servers").json()
+        running = listed_workers(api)
         assert sorted(w["address"] for w in running) == sorted([f"127.0.0.1:{port}", own])
         started_with = next(w for w in running if w["address"] == own)
         assert started_with["owner"] == instance["id"]
@@ -250,11 +258,28 @@ def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
         stopped = cli.roundhouse(llama_daemon, "engines", "stop", instance["id"])
         assert stopped.returncode == 0, stopped.stderr
         # The instance's own worker went with it; the peer's stays until asked.
-        assert [w["id"] for w in api.get("/api/v1/rpc-servers").json()] == [worker["id"]]
+        assert [w["id"] for w in listed_workers(api)] == [worker["id"]]
         assert not alive(started_with["pid"]) and alive(worker["pid"])
         gone = api.delete(f"/api/v1/rpc-servers/{worker['id']}")
         assert gone.status_code == 200, gone.text
-        assert api.get("/api/v1/rpc-servers").json() == []
+        assert listed_workers(api) == []
+
+        # The same from the CLI: a worker bound to one address, listed, stopped; every
+        # interface refused in words.
+        wide_cli = cli.roundhouse(llama_daemon, "engines", "rpc-server", "start", "0.0.0.0:5")
+        assert wide_cli.returncode != 0
+        assert "never bound to every interface" in wide_cli.stderr, wide_cli.stderr
+        assert "Traceback" not in wide_cli.stderr
+        address = f"127.0.0.1:{free_port()}"
+        lent = cli.roundhouse(llama_daemon, "engines", "rpc-server", "start", address)
+        assert lent.returncode == 0, lent.stderr
+        assert f"listens on {address}" in lent.stdout and "no authentication" in lent.stderr
+        table = cli.roundhouse(llama_daemon, "engines", "rpc-server", "list", "--json")
+        (cli_worker,) = json.loads(table.stdout)["rpc_servers"]
+        assert cli_worker["address"] == address and cli_worker["owner"] == "cli"
+        ended = cli.roundhouse(llama_daemon, "engines", "rpc-server", "stop", cli_worker["id"])
+        assert ended.returncode == 0 and f"Stopped the RPC worker on {address}" in ended.stdout
+        assert not alive(cli_worker["pid"]) and listed_workers(api) == []
     assert_nothing_left(worker["pid"], worker["pid"], started_with["pid"])
     assert set(rpc_pids(rpc_server_binary)) <= before
 

@@ -43,6 +43,12 @@ class RpcServerInfo(_Frozen):
     total_bytes: int | None = None
 
 
+class RpcServerList(_Frozen):
+    """`GET /api/v1/rpc-servers`: the rpc-servers this daemon runs."""
+
+    rpc_servers: list[RpcServerInfo]
+
+
 class MachineMemory(_Frozen):
     """One RPC worker's free memory for the split: its --rpc address and what it has free."""
 

@@ -16,6 +16,7 @@ from roundhouse.cli.engines_instances import (
     presets,
     stop,
 )
+from roundhouse.cli.engines_rpc import rpc_server
 from roundhouse.cli.engines_start import restart, start
 
 
@@ -81,5 +82,6 @@ for _command in (
     builds,
     use,
     remove,
+    rpc_server,
 ):
     engines.add_command(_command)

@@ -65,6 +65,7 @@ from roundhouse.client.locate import locate
 from roundhouse.client.metrics import MetricsMixin
 from roundhouse.client.models import ModelsMixin
 from roundhouse.client.peers import PeersMixin
+from roundhouse.client.rpc import RpcMixin
 from roundhouse.client.settings_calls import SettingsCallsMixin
 
 M = TypeVar("M", bound=BaseModel)
@@ -97,6 +98,7 @@ class DaemonClient(
     MetricsMixin,
     ModelsMixin,
     PeersMixin,
+    RpcMixin,
     SettingsCallsMixin,
 ):
     """Talks to one daemon; every call raises ClientError subclasses, never httpx errors."""

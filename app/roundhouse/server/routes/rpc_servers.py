@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from roundhouse.api.rpc import RpcServerInfo, RpcServerRequest, SplitProposal, SplitQuery
+from roundhouse.api.rpc import (
+    RpcServerInfo,
+    RpcServerList,
+    RpcServerRequest,
+    SplitProposal,
+    SplitQuery,
+)
 from roundhouse.core.knowledge.fit.split import propose_split
 from roundhouse.server.deps import Fitter, Instances, ModelsOpen
 
 router = APIRouter(tags=["rpc-servers"])
 
 
-@router.get("/rpc-servers", response_model=list[RpcServerInfo])
-async def list_rpc_servers(instances: Instances) -> list[RpcServerInfo]:
+@router.get("/rpc-servers", response_model=RpcServerList)
+async def list_rpc_servers(instances: Instances) -> RpcServerList:
     """The rpc-servers this daemon runs: those of split instances and those started here."""
-    return instances.rpc_servers()
+    return RpcServerList(rpc_servers=instances.rpc_servers())
 
 
 @router.post("/rpc-servers", response_model=RpcServerInfo, status_code=201)
