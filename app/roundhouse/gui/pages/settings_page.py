@@ -25,6 +25,7 @@ from roundhouse.gui.widgets.settings_daemon import AT_NEXT_START, DaemonSettings
 from roundhouse.gui.widgets.settings_engines import EngineSettingsSection
 from roundhouse.gui.widgets.settings_hub_token import HubTokenSection
 from roundhouse.gui.widgets.settings_models import ModelsPlacesSection
+from roundhouse.gui.widgets.settings_peers import PeersSettingsSection
 from roundhouse.gui.widgets.settings_updates import UpdatesSection
 
 
@@ -47,8 +48,10 @@ class SettingsPage(QWidget):
         self.engines = EngineSettingsSection()
         self.desktop = DesktopSettingsSection()
         self.daemon = DaemonSettingsSection()
+        self.peers = PeersSettingsSection(bridge)
         self.updates = UpdatesSection(bridge)
-        for section in (self.models, self.gateway, self.engines, self.desktop, self.daemon):
+        saved = (self.models, self.gateway, self.engines, self.desktop, self.daemon, self.peers)
+        for section in saved:
             section.changed.connect(self._on_form_changed)
         self.updates.changed.connect(self._on_form_changed)
 
@@ -81,6 +84,7 @@ class SettingsPage(QWidget):
             self.engines,
             self.desktop,
             self.daemon,
+            self.peers,
             self.updates,
         ):
             sections_layout.addWidget(widget)
@@ -105,6 +109,7 @@ class SettingsPage(QWidget):
         """`current` with every section's part as the form has it, unchecked: the daemon
         validates the whole."""
         settings = self.daemon.apply(self.engines.apply(self.models.apply(current)))
+        settings = self.peers.apply(settings)
         return settings.model_copy(
             update={"gateway": self.gateway.form(), "ui": self.form_ui(settings.ui)}
         )
@@ -123,6 +128,7 @@ class SettingsPage(QWidget):
         self.desktop.show_settings(settings.ui)
         status = self._bridge.status
         self.daemon.show_settings(settings, status.url if status else None)
+        self.peers.show_settings(settings)
         self.updates.show_settings(settings.ui)
         self.updates.refresh()
         if self.hub_token.status is None:
