@@ -244,10 +244,12 @@ def test_the_daemon_runs_workers_for_a_peer_and_splits_from_the_cli(
             f"127.0.0.1:{port},{own}",
             "--split",
             "1,1",
-            "--json",
         )
         assert started.returncode == 0, started.stderr
-        instance = json.loads(started.stdout)
+        # The fit estimate is this machine's alone, and says so.
+        assert "This machine alone; split with 2 RPC workers" in started.stderr, started.stderr
+        instance_id = started.stdout.split("Instance ")[1].split()[0]
+        instance = api.get(f"/api/v1/instances/{instance_id}").json()
         assert instance["status"] == "ready"
         assert instance["options"]["rpc"] == [f"127.0.0.1:{port}", own]
         running = listed_workers(api)

@@ -227,6 +227,15 @@ async def _say_fit(client: DaemonClient, request: Any) -> None:
         err_console.print(f"[dim]No fit estimate: {exc}[/]", highlight=False)
         return
     err_console.print(fit_line(fit))
+    if request.options.rpc:
+        # The estimate is of this machine alone: the workers take their share of it.
+        workers = len(request.options.rpc)
+        err_console.print(
+            f"  This machine alone; split with {workers} RPC worker"
+            f"{'s' if workers > 1 else ''}, which hold their share of the layers.",
+            highlight=False,
+        )
+        return
     for advice in fit.report.advice[:2]:
         err_console.print(f"  {advice.text}", highlight=False)
 
