@@ -160,6 +160,9 @@ def test_a_worker_binds_its_address_only_and_refuses_every_interface(
         port = free_port()
         with pytest.raises(InvalidInputError, match="never bound to every interface"):
             await workers.start(str(rpc_server_binary), RpcAddress("0.0.0.0", port), owner="t")
+        # TEST-NET-3 (RFC 5737): an address no machine of ours has.
+        with pytest.raises(InvalidInputError, match=r"This machine has no address 203\.0\.113\.9"):
+            await workers.start(str(rpc_server_binary), RpcAddress("203.0.113.9", port), owner="t")
         worker = await workers.start(
             str(rpc_server_binary), RpcAddress("127.0.0.1", port), owner="peer-a"
         )

@@ -146,6 +146,12 @@ class RpcWorkers:
         EngineNotReadyError (its port never accepted).
         """
         check_bind_host(address.host)
+        own = await asyncio.to_thread(_own_ipv4_addresses)
+        if address.host not in own:
+            raise InvalidInputError(
+                f"This machine has no address {address.host}, so rpc-server cannot listen "
+                f"there: give one of its own ({', '.join(sorted(own))})."
+            )
         if any(w.address == address for w in self._workers.values()):
             raise InvalidInputError(
                 f"An RPC worker already runs on {address}: use it, or stop it first."
@@ -316,6 +322,14 @@ def _end(process: psutil.Process) -> None:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             proc.kill()
     psutil.wait_procs(alive, timeout=RPC_STOP_GRACE_S)
+
+
+def _own_ipv4_addresses() -> set[str]:
+    """This machine's IPv4 addresses, loopback included."""
+    found = {"127.0.0.1"}
+    for addresses in psutil.net_if_addrs().values():
+        found.update(a.address for a in addresses if a.family == socket.AF_INET)
+    return found
 
 
 def accepts(address: RpcAddress) -> bool:
