@@ -74,7 +74,10 @@ def serve_argv(root: Path, *extra: str) -> list[str]:
 
 
 def start_daemon(
-    root: Path, timeout: float = 30.0, env: dict[str, str] | None = None
+    root: Path,
+    timeout: float = 30.0,
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
 ) -> DaemonProcess:
     """Run `roundhouse serve` on a free port under `root` and wait until it serves.
 
@@ -82,7 +85,7 @@ def start_daemon(
     home = resolve_home(root)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     process = subprocess.Popen(
-        serve_argv(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+        argv or serve_argv(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -98,10 +101,12 @@ def start_daemon(
 
 
 @contextmanager
-def running_daemon(root: Path, env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
+def running_daemon(
+    root: Path, env: dict[str, str] | None = None, argv: list[str] | None = None
+) -> Iterator[DaemonProcess]:
     """A daemon for the length of the block (as `start_daemon`); stopped after, with its
     engines, unless the test stopped it already."""
-    daemon = start_daemon(root, env=env)
+    daemon = start_daemon(root, env=env, argv=argv)
     try:
         yield daemon
     finally:

@@ -26,10 +26,12 @@ def peer_daemon(
     *,
     listen: bool = True,
     env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
     **settings: Any,
 ) -> Iterator[DaemonProcess]:
     """A daemon named `name` under `root` whose peer listener is on 127.0.0.1 (unless not
-    `listen`), with `settings` (Settings fields) besides."""
+    `listen`), with `settings` (Settings fields) besides; `argv` runs another serve command
+    (a recorded machine's, tests/support/recorded_daemon.py)."""
     home = resolve_home(root)
     home.ensure()
     peers = PeersSettings(listen_host="127.0.0.1" if listen else "", port=free_port(), name=name)
@@ -37,7 +39,7 @@ def peer_daemon(
         home.settings_file,
         Settings(peers=peers, gateway=GatewaySettings(idle_ttl_s=0), **settings),
     )
-    with running_daemon(root, env={**keyring_env(root), **(env or {})}) as daemon:
+    with running_daemon(root, env={**keyring_env(root), **(env or {})}, argv=argv) as daemon:
         yield daemon
 
 

@@ -6,8 +6,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from roundhouse.api.engines import InstanceOptions
+from roundhouse.api.engines import DetectedEngine, InstanceOptions
 from roundhouse.api.hardware import HardwareInventory
+from roundhouse.api.instances import ExitInfo, InstanceInfo
 
 
 class _Frozen(BaseModel):
@@ -79,3 +80,62 @@ class VllmNodesPlan(_Frozen):
     stop_order: list[int]
     notes: list[str]
     lines: list[str] = Field(description="every node's command as a person would type it")
+
+
+class VllmAcrossRequest(_Frozen):
+    """`POST /api/v1/engines/vllm/across`: this machine (the head) and paired machines."""
+
+    options: InstanceOptions
+    peers: list[str] = Field(
+        min_length=1, max_length=63, description="paired machines by id or name, in rank order"
+    )
+    master_port: int = Field(default=29501, description="torch.distributed's rendezvous")
+    port: int | None = Field(
+        default=None, ge=1, le=65535, description="the head's API port; none: a free one"
+    )
+    plan_only: bool = Field(default=False, description="answer the plan; start nothing")
+
+
+class VllmAcrossAnswer(_Frozen):
+    """The plan, and the instance started (none with plan_only)."""
+
+    plan: VllmNodesPlan
+    instance: InstanceInfo | None = None
+
+
+class PeerNodeFacts(_Frozen):
+    """`GET /peer/v1/nodes/vllm?model=`: what a paired machine offers a vLLM node."""
+
+    name: str
+    hardware: HardwareInventory
+    vllm: DetectedEngine | None = Field(description="the vLLM this machine detects; none: none")
+    has_model: bool
+
+
+class PeerNodeStart(_Frozen):
+    """`POST /peer/v1/nodes/vllm`: run one follower node of a group the caller heads.
+
+    The peer builds the node's command again from its own vLLM and these fields, and runs
+    it only if `argv` is exactly that (ADR 39): never a command taken from the network."""
+
+    group: str = Field(pattern=r"^[0-9a-f]{12}$")
+    rank: int = Field(ge=1, le=63)
+    nnodes: int = Field(ge=2, le=64)
+    master_addr: str = Field(min_length=1, max_length=253)
+    master_port: int = Field(ge=1024, le=65535)
+    address: str = Field(min_length=1, max_length=253, description="this node's, as planned")
+    interface: str | None = Field(default=None, max_length=64)
+    port: int = Field(ge=1, le=65535, description="the head's API port, as planned")
+    options: InstanceOptions
+    argv: list[str] = Field(max_length=400)
+
+
+class PeerNode(_Frozen):
+    """One node a paired machine runs here: whether it runs, and how it ended."""
+
+    id: str
+    group: str
+    rank: int
+    pid: int
+    running: bool
+    exit: ExitInfo | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,14 +80,20 @@ def _nodes(opts: dict[str, Any]) -> list[NodeGiven]:
 
 @click.command()
 @click.argument("engine", type=click.Choice(["vllm"]))
-@click.option("--model", "-m", required=True, help="A Hugging Face repo id or a model folder.")
+@click.argument("model_arg", metavar="[MODEL]", required=False)
+@click.option("--model", "-m", help="A Hugging Face repo id or a model folder.")
+@click.option(
+    "--peers",
+    metavar="PEER,...",
+    help="Paired machines (names or ids) to run the other nodes on, this machine being the "
+    "head; started as one instance unless --plan.",
+)
 @click.option(
     "--node",
     multiple=True,
-    required=True,
     metavar="NAME@ADDRESS",
-    help="A machine and the address the others reach it at; the first is the head, which "
-    "serves the API. Give one per machine.",
+    help="Plan only: a machine and the address the others reach it at; the first is the "
+    "head, which serves the API. Give one per machine.",
 )
 @click.option(
     "--hardware",
@@ -131,14 +138,17 @@ def _nodes(opts: dict[str, Any]) -> list[NodeGiven]:
 )
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--plan", is_flag=True, help="Print every node's command; start nothing.")
+@click.option("--no-wait", is_flag=True, help="With --peers: return once it is listed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_context
 def across(ctx: click.Context, /, engine: str, **opts: Any) -> None:
     """Split one model across machines with vLLM: tensor parallel inside each machine,
     pipeline parallel across them.
 
-    Checks that every machine has the same GPUs, a CUDA or ROCm GPU and the model, and
-    says why not otherwise.
+    With --peers, this machine is the head and the paired machines run the other nodes: the
+    whole is one instance (`roundhouse engines ps`, stopped with `roundhouse engines stop`).
+    Checks that every machine has the same GPUs, a CUDA or ROCm GPU, vLLM and the model,
+    and says which machine and why not otherwise.
     """
     from pydantic import ValidationError
 
@@ -146,21 +156,37 @@ def across(ctx: click.Context, /, engine: str, **opts: Any) -> None:
     from roundhouse.api.engines import InstanceOptions
     from roundhouse.cli.output import fail, print_json
 
+    model = opts["model_arg"] or opts["model"]
+    if not model:
+        fail("Name the model: `roundhouse engines across vllm MODEL --peers PEER,...`.")
+    if opts["model_arg"] and opts["model"] and opts["model_arg"] != opts["model"]:
+        fail("Name the model once: as MODEL or with --model.")
+    if bool(opts["peers"]) == bool(opts["node"]):
+        fail(
+            "Give the paired machines with --peers PEER,... (this machine is the head), or, to "
+            "plan for machines that are not paired, each machine with --node NAME@ADDRESS."
+        )
+    try:
+        options = InstanceOptions(
+            model=model,
+            served_name=opts["served_name"],
+            max_model_len=opts["max_model_len"],
+            gpu_memory_utilization=opts["gpu_memory_utilization"],
+            extra_args=tuple(opts["extra_args"]),
+        )
+    except ValidationError as exc:
+        fail("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+    if opts["peers"]:
+        _across_peers(ctx, options, opts)
+        return
     if not opts["plan"]:
         fail(
-            "Starting vLLM across machines from here comes with paired machines; for now add "
-            "--plan to print every node's command, and run each on its machine in the "
-            "order shown."
+            "Machines given with --node are planned only (add --plan): pair them "
+            "(`roundhouse peers add`) and give them with --peers to start it from here."
         )
     try:
         request = VllmNodesRequest(
-            options=InstanceOptions(
-                model=opts["model"],
-                served_name=opts["served_name"],
-                max_model_len=opts["max_model_len"],
-                gpu_memory_utilization=opts["gpu_memory_utilization"],
-                extra_args=tuple(opts["extra_args"]),
-            ),
+            options=options,
             nodes=_nodes(opts),
             executor=VllmExecutor(opts["executor"]),
             master_port=opts["master_port"],
@@ -178,6 +204,66 @@ def across(ctx: click.Context, /, engine: str, **opts: Any) -> None:
         print_json(plan)
         return
     _show(plan)
+
+
+def _across_peers(ctx: click.Context, options: Any, opts: dict[str, Any]) -> None:
+    """Plan or start the model here (the head) and on the paired machines."""
+    from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest
+    from roundhouse.api.instances import InstanceStatus
+    from roundhouse.cli.engines_start import _wait_ready
+    from roundhouse.cli.output import console, err_console, fail, print_json
+
+    if opts["executor"] != "mp" or opts["hardware"] or opts["without_model"] or opts["interface"]:
+        fail(
+            "With --peers, each machine's hardware, vLLM and models come from the machine "
+            "itself, and vLLM's own launcher runs the nodes: leave out --executor, "
+            "--hardware, --without-model and --interface."
+        )
+    peers = [p.strip() for p in opts["peers"].split(",") if p.strip()]
+    request = VllmAcrossRequest(
+        options=options,
+        peers=peers,
+        master_port=opts["master_port"],
+        port=opts["port"],
+        plan_only=opts["plan"],
+    )
+
+    async def main() -> VllmAcrossAnswer:
+        async with daemon_client(ctx) as client:
+            answer = await client.start_vllm_across(request)
+            if answer.instance is None or opts["no_wait"]:
+                return answer
+            try:
+                info = await _wait_ready(client, answer.instance, opts["as_json"])
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                await client.stop_instance(answer.instance.id)
+                raise
+            return answer.model_copy(update={"instance": info})
+
+    answer = run_async(main())
+    if opts["as_json"]:
+        print_json(answer if answer.instance is not None else answer.plan)
+        return
+    if answer.instance is None:
+        _show(answer.plan)
+        return
+    info = answer.instance
+    if info.status == InstanceStatus.FAILED:
+        err_console.print(f"[bold red]Error:[/] {info.error}", highlight=False)
+        err_console.print(
+            f"The instance stays listed as failed; dismiss it with "
+            f"`roundhouse engines stop {info.id}`.",
+            highlight=False,
+        )
+        raise SystemExit(1)
+    console.print(
+        f"Instance [bold]{info.id}[/] ({info.status.value}): {info.name}", highlight=False
+    )
+    console.print(
+        "It is served through this machine's gateway; stop every node with "
+        f"`roundhouse engines stop {info.id}`.",
+        highlight=False,
+    )
 
 
 def _show(plan: VllmNodesPlan) -> None:

@@ -6,7 +6,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from roundhouse.api.engine_nodes import VllmNodesPlan, VllmNodesRequest
+from roundhouse.api.engine_nodes import (
+    VllmAcrossAnswer,
+    VllmAcrossRequest,
+    VllmNodesPlan,
+    VllmNodesRequest,
+)
 
 M = TypeVar("M", bound=BaseModel)
 _JSON = {"Content-Type": "application/json"}
@@ -24,4 +29,12 @@ class EngineNodesMixin:
         body = request.model_dump_json()
         return await self._request(
             "POST", "/engines/vllm/nodes/plan", VllmNodesPlan, content=body, headers=_JSON
+        )
+
+    async def start_vllm_across(self, request: VllmAcrossRequest) -> VllmAcrossAnswer:
+        """Start one model here and on paired machines (listed at once, ready later); with
+        plan_only, the plan alone."""
+        body = request.model_dump_json()
+        return await self._request(
+            "POST", "/engines/vllm/across", VllmAcrossAnswer, content=body, headers=_JSON
         )

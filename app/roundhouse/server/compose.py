@@ -163,6 +163,10 @@ def build_services(
     models = ModelsOpening(state, jobs)
     peers = PeerService(home, lambda: state.settings, __version__)
     peer_watch = _peer_watch(peers)
+    # A machine unpaired (from either side) runs no more nodes here (ADR 39).
+    peers.listeners.append(
+        lambda: instances.hosted_nodes.keep_only({p.id for p in peers.store.list()})
+    )
     gateway = _gateway(state, instances, models, peer_watch)
     # Benchmarks go through this daemon's own gateway.
     bench = BenchService(home.data_dir / "bench", url + GATEWAY_PATH, token, jobs=jobs)

@@ -265,36 +265,18 @@ def plan_nodes(
     built: list[NodePlan] = []
     for rank, node in enumerate(nodes):
         role = Role.HEAD if rank == 0 else Role.FOLLOWER
-        extras = Extras(
+        launch, ray_command = node_launch(
+            spec,
+            node,
+            shared,
+            rank=rank,
+            master_addr=head.address,
+            executor=executor,
+            ports=ports,
             # The gateway's key stays on this machine: followers serve no API.
             api_key=api_key if role is Role.HEAD else None,
-            hf_hub_cache=node.hf_hub_cache,
-            media_domains=tuple(media_domains),
+            media_domains=media_domains,
         )
-        one = vllm.build(spec, node.detected, shared, extras)
-        argv = _serve_argv(one, node.detected, shared.model or "")
-        env = {**one.env, **_node_env(node)}
-        ray_command: tuple[str, ...] = ()
-        if executor is Executor.MP:
-            argv += ["--distributed-executor-backend", "mp", "--nnodes", str(pp),
-                     "--node-rank", str(rank), "--master-addr", head.address,
-                     "--master-port", str(ports.master_port)]  # fmt: skip
-            if role is Role.FOLLOWER:
-                argv.append("--headless")
-        else:
-            # Ray: the cluster is the user's; vLLM starts once, on the head, and Ray places
-            # the workers. nnodes > 1 is refused by vLLM with Ray (it is the mp launcher's).
-            argv += ["--distributed-executor-backend", "ray"]
-            ray_command = (
-                ("ray", "start", "--head", f"--port={ports.ray_port}",
-                 f"--node-ip-address={node.address}")
-                if role is Role.HEAD
-                else ("ray", "start", f"--address={head.address}:{ports.ray_port}",
-                      f"--node-ip-address={node.address}")
-            )  # fmt: skip
-        launch: LaunchPlan | None = one.model_copy(update={"argv": tuple(argv), "env": env})
-        if executor is Executor.RAY and role is Role.FOLLOWER:
-            launch = None
         built.append(NodePlan(rank, node.name, node.address, role, launch, ray_command))
     ranks = tuple(range(pp))
     notes = (
@@ -319,6 +301,56 @@ def plan_nodes(
         stop_order=ranks,
         notes=notes,
     )
+
+
+def node_launch(
+    spec: EngineSpec,
+    node: NodeInput,
+    shared: LaunchParams,
+    *,
+    rank: int,
+    master_addr: str,
+    executor: Executor = Executor.MP,
+    ports: Ports | None = None,
+    api_key: str | None = None,
+    media_domains: Sequence[str] = (),
+) -> tuple[LaunchPlan | None, tuple[str, ...]]:
+    """One node's launch (None: a Ray worker, which Roundhouse does not run) and its Ray line.
+
+    `shared` holds the whole instance's parameters, tensor and pipeline sizes set (the
+    pipeline size is the number of nodes). A paired machine asked to run a node builds it
+    again with this, from its own vLLM, and runs only what it built (ADR 39).
+    """
+    ports = ports or Ports()
+    pp = shared.pipeline_parallel or 1
+    role = Role.HEAD if rank == 0 else Role.FOLLOWER
+    extras = Extras(
+        api_key=api_key, hf_hub_cache=node.hf_hub_cache, media_domains=tuple(media_domains)
+    )
+    one = vllm.build(spec, node.detected, shared, extras)
+    argv = _serve_argv(one, node.detected, shared.model or "")
+    env = {**one.env, **_node_env(node)}
+    ray_command: tuple[str, ...] = ()
+    if executor is Executor.MP:
+        argv += ["--distributed-executor-backend", "mp", "--nnodes", str(pp),
+                 "--node-rank", str(rank), "--master-addr", master_addr,
+                 "--master-port", str(ports.master_port)]  # fmt: skip
+        if role is Role.FOLLOWER:
+            argv.append("--headless")
+    else:
+        # Ray: the cluster is the user's; vLLM starts once, on the head, and Ray places
+        # the workers. nnodes > 1 is refused by vLLM with Ray (it is the mp launcher's).
+        argv += ["--distributed-executor-backend", "ray"]
+        ray_command = (
+            ("ray", "start", "--head", f"--port={ports.ray_port}",
+             f"--node-ip-address={node.address}")
+            if role is Role.HEAD
+            else ("ray", "start", f"--address={master_addr}:{ports.ray_port}",
+                  f"--node-ip-address={node.address}")
+        )  # fmt: skip
+    if executor is Executor.RAY and role is Role.FOLLOWER:
+        return None, ray_command
+    return one.model_copy(update={"argv": tuple(argv), "env": env}), ray_command
 
 
 def describe(plan: MultiNodePlan) -> list[str]:

@@ -140,7 +140,7 @@ class InstanceTable:
                 _tree_rss(entry.pid) if memory and entry.status != InstanceStatus.FAILED else None
             ),
             restarts=entry.restarts,
-            last_exit=_exit_info(last_exit) if last_exit else None,
+            last_exit=exit_info(last_exit) if last_exit else None,
             error=entry.error,
             models=list(entry.models),
             options=entry.options,
@@ -178,7 +178,7 @@ def _tree_rss(pid: int | None) -> int | None:
         return None
 
 
-def _exit_info(outcome: ExitOutcome) -> ExitInfo:
+def exit_info(outcome: ExitOutcome) -> ExitInfo:
     return ExitInfo(
         kind=outcome.kind.value,
         message=outcome.message,

@@ -23,6 +23,7 @@ from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
 from roundhouse.core.engines.launch import build_launch
 from roundhouse.core.engines.rpc import parse_rpc_list
 from roundhouse.core.errors import InvalidInputError, NotFoundError
+from roundhouse.core.instances.hosted_nodes import HostedNodes
 from roundhouse.core.instances.keys import EngineKeys, auth_headers
 from roundhouse.core.instances.logprune import DEFAULT_LIMITS, LogLimits, prune_engine_logs
 from roundhouse.core.instances.records import InstanceRecord, RecordStore
@@ -123,6 +124,8 @@ class InstanceManager:
         self._keys = keys or EngineKeys(state_dir)
         # The rpc-servers of split instances (ADR 36), and those the API started for a peer.
         self.rpc_workers = rpc_workers or RpcWorkers(log_dir, state_dir)
+        # The vLLM nodes paired machines asked this one to run (ADR 39).
+        self.hosted_nodes = HostedNodes(log_dir)
 
     async def start(
         self,
@@ -211,6 +214,13 @@ class InstanceManager:
                 raise InvalidInputError(no_rpc_server(detected))
             await self.rpc_workers.start(detected.rpc_server, address, owner=instance_id)
 
+    @property
+    def log_dir(self) -> Path:
+        return self._log_dir
+
+    def ready_timeout_s(self) -> float:
+        return self._ready_timeout_s()
+
     def engine_key(self, instance_id: str) -> str:
         """The key the instance's engine was started with (its id's, from the seed)."""
         return self._keys.key_for(instance_id)
@@ -266,6 +276,7 @@ class InstanceManager:
         )
         # Also those the API started for a peer: the daemon leaves no worker behind.
         await self.rpc_workers.stop_all()
+        await self.hosted_nodes.stop_all()
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]

@@ -67,7 +67,7 @@ class InstanceRunner:
                         params,
                         instance_id=entry.id,
                         on_progress=lambda p: self._progressed(entry, p),
-                        on_spawn=lambda p: self._spawned(entry, p),
+                        on_spawn=lambda p: self.spawned(entry, p),
                     )
                 except BaseException:
                     # No load to compare with: the inventory read for it is not needed.
@@ -147,7 +147,8 @@ class InstanceRunner:
         _on_progress(entry, progress)
         self._table.changes.touch()
 
-    def _spawned(self, entry: InstanceEntry, process: EngineProcess) -> None:
+    def spawned(self, entry: InstanceEntry, process: EngineProcess) -> None:
+        """The entry's engine process started: its pid and log are the entry's."""
         _on_spawn(entry, process)
         # Its output is read by a thread: each burst of lines is heard on the loop.
         process.log.on_lines = ThreadTouch(self._table.log_changes, asyncio.get_running_loop())

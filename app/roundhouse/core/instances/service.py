@@ -29,6 +29,7 @@ from roundhouse.api.instances import (
 from roundhouse.api.rpc import RpcServerInfo, RpcServerRequest
 from roundhouse.core.engines.launch import build_launch, keyless
 from roundhouse.core.engines.rpc import RpcAddress
+from roundhouse.core.engines.vllm_nodes import MultiNodePlan
 from roundhouse.core.errors import ConflictError, InvalidInputError, NotFoundError
 from roundhouse.core.infra.ports import free_port
 from roundhouse.core.instances.endpoints import EndpointStore
@@ -41,8 +42,12 @@ from roundhouse.core.instances.external import (
     SecretSet,
     scan_this_machine,
 )
+from roundhouse.core.instances.group_life import run_group
+from roundhouse.core.instances.hosted_nodes import HostedNodes
+from roundhouse.core.instances.keys import auth_headers
 from roundhouse.core.instances.manager import InstanceManager, new_instance_id
 from roundhouse.core.instances.memory import InventoryGetter
+from roundhouse.core.instances.node_group import NodeStarter
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.readouts import read_logs, read_metrics
 from roundhouse.core.instances.rpc_workers import RpcWorker, no_rpc_server
@@ -128,6 +133,70 @@ class InstanceService:
         self._runner.launch(entry, fixed_port=request.port is not None)
         self.changes.touch()
         return self.info(entry.id)
+
+    # -- vLLM across machines (ADR 39) ---------------------------------------------------
+
+    def group_id(self) -> tuple[str, str]:
+        """A new instance id for a group, and the key its head will answer (planned with it)."""
+        instance_id = new_instance_id()
+        return instance_id, self._manager.engine_key(instance_id)
+
+    async def start_group(
+        self,
+        instance_id: str,
+        plan: MultiNodePlan,
+        options: InstanceOptions,
+        start_node: NodeStarter,
+        *,
+        name: str,
+        note: str,
+    ) -> InstanceInfo:
+        """List the group as one instance at once and start its nodes in the background; it
+        fails as one when any node ends, and stopping it stops every node."""
+        await self._recovered.wait()
+        if self._runner.closing:
+            raise ConflictError("The daemon is stopping; start the engine after it restarts.")
+        head = plan.head.launch
+        if head is None:
+            raise ValueError("the head node must run vLLM")
+        await asyncio.to_thread(ensure_port_free, head.host, head.port)
+        entry = InstanceEntry(
+            id=instance_id,
+            engine=EngineId.VLLM,
+            origin=InstanceOrigin.STARTED,
+            status=InstanceStatus.STARTING,
+            host=head.host,
+            port=head.port,
+            base_url=head.base_url,
+            started_at=time.time(),
+            # No spec: a restart asks for a new start (the machines may have changed).
+            options=options,
+            model=options.model,
+            argv=head.argv,
+            name=name,
+            launch_note=note,
+        )
+        self._table.entries[entry.id] = entry
+        entry.task = asyncio.create_task(
+            run_group(
+                entry,
+                self._table,
+                plan,
+                self._manager.log_dir / f"vllm-{instance_id}",
+                start_node,
+                headers=auth_headers(self._manager.engine_key(instance_id)),
+                ready_timeout_s=self._manager.ready_timeout_s(),
+                on_spawn=lambda process: self._runner.spawned(entry, process),
+            ),
+            name=f"instance-{entry.id}",
+        )
+        self.changes.touch()
+        return self.info(entry.id)
+
+    @property
+    def hosted_nodes(self) -> HostedNodes:
+        """The nodes paired machines run here (their groups' followers)."""
+        return self._manager.hosted_nodes
 
     def _options(self, request: StartRequest) -> InstanceOptions:
         if request.preset is None:

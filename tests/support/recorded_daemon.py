@@ -1,0 +1,53 @@
+"""`roundhouse serve` with a recorded machine's hardware (one of tests/fixtures/hardware made
+into an inventory): `python -m tests.support.recorded_daemon HOME INVENTORY.json`. The daemon
+is the real one; only what its hardware probe answers is the recorded machine's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from roundhouse.api.hardware import GpuSample, HardwareInventory
+from roundhouse.api.settings import Settings
+from roundhouse.base.paths import Home, resolve_home
+from roundhouse.server.daemon import ServeOptions, print_ready, run_daemon
+from roundhouse.server.services import HardwareSource
+
+
+class RecordedHardware:
+    """A HardwareSource that answers one recorded inventory and samples nothing."""
+
+    def __init__(self, inventory: HardwareInventory) -> None:
+        self._inventory = inventory
+
+    def inventory(self) -> HardwareInventory:
+        return self._inventory
+
+    def sample_gpus(self) -> list[GpuSample]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def recorded_argv(root: Path, inventory: Path) -> list[str]:
+    return [sys.executable, "-m", "tests.support.recorded_daemon", str(root), str(inventory)]
+
+
+def main(argv: list[str]) -> int:
+    home_dir, inventory_file = argv
+    inventory = HardwareInventory.model_validate_json(Path(inventory_file).read_text("utf-8"))
+
+    def hardware(home: Home, settings: Settings) -> HardwareSource:
+        return RecordedHardware(inventory)
+
+    return run_daemon(
+        resolve_home(Path(home_dir)),
+        ServeOptions(port=0),
+        hardware_factory=hardware,
+        on_ready=print_ready,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
