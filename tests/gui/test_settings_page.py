@@ -36,7 +36,7 @@ def no_ollama_daemon(home_root: Path) -> Iterator[DaemonProcess]:
 def test_pages_in_order(ui: Ui) -> None:
     nav = ui.window.navigation
     titles = [nav.item(row).text() for row in range(nav.count())]
-    pages = ["Hardware", "Engines", "Models", "Ollama", "Chat", "Benchmark", "Monitor"]
+    pages = ["Hardware", "Engines", "Models", "Ollama", "Chat", "Benchmark", "Monitor", "Machines"]
     assert titles == [*pages, "Settings"]
 
 

@@ -83,6 +83,7 @@ def build_ui(
     from roundhouse.gui.pages.chat_page import ChatPage
     from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
+    from roundhouse.gui.pages.machines_page import MachinesPage
     from roundhouse.gui.pages.models_page import ModelsPage
     from roundhouse.gui.pages.monitor_page import MonitorPage
     from roundhouse.gui.pages.ollama_page import OllamaPage
@@ -111,6 +112,7 @@ def build_ui(
     window.add_page(ChatPage(bridge, active_model), ChatPage.title)
     window.add_page(BenchPage(bridge), BenchPage.title)
     window.add_page(MonitorPage(bridge), MonitorPage.title)
+    window.add_page(MachinesPage(bridge), MachinesPage.title)
     window.add_page(SettingsPage(bridge), SettingsPage.title)
     # exit(), not quit(): Qt's quit first asks every window to close, and one that only
     # hides on close (quick chat) or hides to the tray cancels it: the app lived on, with

@@ -23,6 +23,7 @@ from roundhouse.api.events import (
     JobsEvent,
     LibraryEvent,
     LogsEvent,
+    PeersEvent,
     ResetEvent,
     SettingsEvent,
 )
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from roundhouse.api.engines import EnginesOverview
     from roundhouse.api.gateway import GatewayModelList
     from roundhouse.api.instances import InstanceInfo, LogCount
+    from roundhouse.api.peers import PeersView
     from roundhouse.api.settings import Settings, UiSettings
 
 
@@ -60,6 +62,7 @@ class FeedMixin:
         downloads_changed: SignalInstance
         jobs_changed: SignalInstance
         log_counts_changed: SignalInstance
+        peers_changed: SignalInstance
         feed_reset: SignalInstance
         feed_applied: SignalInstance
 
@@ -83,6 +86,9 @@ class FeedMixin:
         self.jobs: dict[str, JobView] = {}
         # How many lines each instance's engine wrote, by id (the log window follows it).
         self.log_counts: dict[str, LogCount] = {}
+        # The paired machines as the feed last told (None until it changes once; the
+        # Machines page loads them on `feed_reset`).
+        self.peers: PeersView | None = None
 
     async def _follow_feed(self) -> None:
         """Apply every event of the feed until it ends or breaks (the session reconnects)."""
@@ -121,14 +127,19 @@ class FeedMixin:
             case LogsEvent(data=counts):
                 self.log_counts = {count.id: count for count in counts.instances}
                 self.log_counts_changed.emit(self.log_counts)
+            case PeersEvent(data=view):
+                self.peers = view
+                self.peers_changed.emit(view)
 
     async def _reload(self, client: DaemonClient) -> None:
         """What the store holds may be stale: load it again (the events after the reset then
         apply on top). The settings were loaded as the session connected; the jobs, the
-        gateway's models and the log counts are each follower's to load on `feed_reset`."""
+        gateway's models, the log counts and the paired machines are each follower's to load
+        on `feed_reset`."""
         # The gateway's models may be stale: the next to look lists them again (and keeps
         # them here), and the feed's gateway events keep them from there.
         self.gateway_models = None
+        self.peers = None
         # Engine detection can take seconds (it asks each tool its version): the engines
         # load on their own, and a daemon that cannot list them still serves the rest.
         self._spawn(self._load_engines(refresh=False))

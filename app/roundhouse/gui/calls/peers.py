@@ -58,3 +58,14 @@ class PeersCalls:
         return self._bridge.call(
             "stop the instance on the machine", lambda c: c.peer_stop(peer, instance)
         )
+
+    def machines(self) -> Call:
+        """Answers with the PeersView: each paired machine as its change feed last told."""
+        return self._bridge.call("list the paired machines", lambda c: c.machines())
+
+    def metrics(self, peer: str, instance: str, window_s: float) -> Call:
+        """Answers with the MetricsHistory of one of the machine's instances."""
+        return self._bridge.call(
+            "read the figures of the machine's instance",
+            lambda c: c.peer_metrics(peer, instance, window_s),
+        )
