@@ -16,7 +16,7 @@ def _point(output: float | None, prompt: float | None) -> InstanceMetrics:
 
 
 def test_the_page_shows_generation_with_the_prompt_rate_in_the_tooltip() -> None:
-    assert COLUMNS[-1] == "Engine tok/s"
+    assert "Engine tok/s" in COLUMNS
     cell = engine_rate_cell(_point(41.26, 812.0))
     assert cell.text == "41.3" and cell.level == Level.OK
     assert "812 tok/s" in cell.tooltip
