@@ -26,11 +26,11 @@ from tests.fakes.launchers import console_script
 from tests.processes import assert_nothing_left, free_port
 from tests.support import cli
 from tests.support.peers import pair, peer_daemon, peers_of
-from tests.support.recorded_daemon import recorded_argv
+from tests.support.recorded_daemon import recorded_machine
 from tests.unit.engines.test_vllm_nodes import h100_box
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="POSIX process groups")
-MODEL = "org/big"
+MODEL = "org/across-big"
 
 
 @dataclass
@@ -41,24 +41,13 @@ class Machines:
     root: Path
 
 
-def _machine(base: Path, name: str, gpus: int, has_model: bool) -> tuple[Path, list[str], Path]:
-    """A home, the serve command with `gpus` recorded H100s, and its models folder."""
-    hardware = base / f"{name}-hw.json"
-    hardware.write_text(h100_box(gpus).model_dump_json())
-    models = base / f"{name}-models"
-    models.mkdir()
-    if has_model:
-        (models / ("models--" + MODEL.replace("/", "--"))).mkdir()
-    return base / name, recorded_argv(base / name, hardware), models
-
-
 @pytest.fixture(scope="module")
 def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
     base = tmp_path_factory.mktemp("across")
     vllm = console_script(base / "bin", "vllm", "tests.fakes.openai_engines", "vllm")
     env = path_with(vllm)
     made = {
-        name: _machine(base, name, gpus, has)
+        name: recorded_machine(base, name, h100_box(gpus), (MODEL,) if has else ())
         for name, gpus, has in (("head", 2, True), ("twin", 2, True), ("other", 4, False))
     }
 
@@ -185,3 +174,19 @@ def test_refusals_name_the_machine_and_why(machines: Machines) -> None:
     assert "# node 1 (follower): twin at 127.0.0.1" in planned.stdout
     assert _instances(machines.head) == []
     assert len(peers_of(machines.head)) == 2
+
+
+def test_the_followers_machine_unpairing_stops_its_node_and_fails_the_instance(
+    machines: Machines,
+) -> None:
+    # Last in this module: the head and the twin are no longer paired after it.
+    master_port = free_port()
+    info = _start(machines, master_port)["instance"]
+    nodes = _nodes(master_port)
+    head_id = next(p["id"] for p in peers_of(machines.twin) if p["name"] == "head")
+    removed = _cli(machines.twin, "peers", "remove", head_id)
+    assert removed.returncode == 0, removed.stderr
+    assert_nothing_left(nodes["1"].pid, nodes["1"].pid, timeout_s=20)
+    failed = _settled(machines.head, info["id"])
+    assert "the other nodes have been stopped" in failed["error"]
+    assert_nothing_left(nodes["0"].pid, nodes["0"].pid, timeout_s=20)

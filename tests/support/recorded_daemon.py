@@ -34,6 +34,20 @@ def recorded_argv(root: Path, inventory: Path) -> list[str]:
     return [sys.executable, "-m", "tests.support.recorded_daemon", str(root), str(inventory)]
 
 
+def recorded_machine(
+    base: Path, name: str, inventory: HardwareInventory, models: tuple[str, ...] = ()
+) -> tuple[Path, list[str], Path]:
+    """A machine under `base`: its home, the serve command that has `inventory` as its
+    hardware, and its models folder (a Hub cache holding `models`)."""
+    hardware = base / f"{name}-hw.json"
+    hardware.write_text(inventory.model_dump_json())
+    folder = base / f"{name}-models"
+    folder.mkdir()
+    for model in models:
+        (folder / ("models--" + model.replace("/", "--"))).mkdir()
+    return base / name, recorded_argv(base / name, hardware), folder
+
+
 def main(argv: list[str]) -> int:
     home_dir, inventory_file = argv
     inventory = HardwareInventory.model_validate_json(Path(inventory_file).read_text("utf-8"))
