@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest
 from roundhouse.api.instances import (
     AddEndpointRequest,
     InstanceInfo,
@@ -39,6 +40,18 @@ class InstancesMixin(TasksMixin):
             self._put_instance(info)
 
         return self._call("start an engine", lambda c: c.start_instance(request), accepted)
+
+    def start_vllm_across(self, request: VllmAcrossRequest) -> Call:
+        """vLLM here (the head) and on paired machines as one instance; answers with the
+        VllmAcrossAnswer once the daemon accepted it (or refused it, saying which machine)."""
+
+        def accepted(answer: VllmAcrossAnswer) -> None:
+            if answer.instance is not None:
+                self._put_instance(answer.instance)
+
+        return self._call(
+            "start vLLM across machines", lambda c: c.start_vllm_across(request), accepted
+        )
 
     def stop_instance(self, instance_id: str, *, force: bool = False) -> Call:
         """Stop it (a failed one is dismissed, an endpoint detached); answers with its last

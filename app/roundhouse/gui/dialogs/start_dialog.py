@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest
 from roundhouse.api.engines import EngineId, EngineSpec, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.gui.call import Call, Failure
@@ -90,6 +91,19 @@ class StartDialog(QDialog):
             "Preset:",
             form_row(self.preset_combo, self.save_preset_button, self.delete_preset_button),
         )
+        # vLLM only: the other nodes on paired machines, this one the head (ADR 39).
+        self.across_edit = QLineEdit()
+        self.across_edit.setClearButtonEnabled(True)
+        self.across_edit.setPlaceholderText(
+            "Paired machines by name, e.g. gpu-b, gpu-c; empty: this machine alone"
+        )
+        self.across_edit.setToolTip(
+            "Split the model across this machine and paired ones: tensor parallel inside "
+            "each, pipeline parallel across them. Each needs the same GPUs, vLLM and the model."
+        )
+        self.across_edit.textChanged.connect(self._on_model_edit_changed)
+        top.addRow("Across paired machines:", self.across_edit)
+        self._top = top
 
         # -- parameters, reachable as before: tests and the screenshot steps fill them --
         self.params = params = StartParams(self)
@@ -203,6 +217,12 @@ class StartDialog(QDialog):
         assert engine is not None, "Start is disabled without an engine"
         return StartRequest(engine=engine, options=self.options(), port=spin_value(self.port))
 
+    def across(self) -> list[str]:
+        """The paired machines to run the other nodes on (vLLM only); empty: this one alone."""
+        if self.engine() != EngineId.VLLM:
+            return []
+        return [name.strip() for name in self.across_edit.text().split(",") if name.strip()]
+
     def set_options(self, options: InstanceOptions) -> None:
         """Fill the form from saved options (a preset); the model field is left as it is."""
         self.params.set_options(options)
@@ -259,9 +279,21 @@ class StartDialog(QDialog):
             return
         self.error_label.hide()
         self.show_info("Asking the daemon to start it…")
-        self._call = call = self._bridge.start_instance(self.request())
         self.start_button.setEnabled(False)
+        peers = self.across()
+        if peers:
+            across = VllmAcrossRequest(
+                options=self.options(), peers=peers, port=spin_value(self.port)
+            )
+            self._call = call = self._bridge.start_vllm_across(across)
+            self._ops.run(call, self._on_across_accepted, on_failure=self._on_start_failed)
+            return
+        self._call = call = self._bridge.start_instance(self.request())
         self._ops.run(call, self._on_start_succeeded, on_failure=self._on_start_failed)
+
+    def _on_across_accepted(self, answer: VllmAcrossAnswer) -> None:
+        assert answer.instance is not None  # a start, not a plan
+        self._on_start_succeeded(answer.instance)
 
     def _on_start_succeeded(self, info: InstanceInfo) -> None:
         self._call = None
@@ -340,6 +372,7 @@ class StartDialog(QDialog):
         hint = MODEL_HINTS.get(engine, "") if engine else ""
         self.model_edit.setPlaceholderText(hint[:1].upper() + hint[1:])
         self.browse_button.setVisible(engine != EngineId.OLLAMA)
+        self._top.setRowVisible(self.across_edit, engine == EngineId.VLLM)
         self.browse_button.setToolTip(
             "Choose a .gguf file" if engine == EngineId.LLAMA_CPP else "Choose a model folder"
         )
