@@ -1,7 +1,8 @@
 """The Machines page against two real daemons paired on loopback over TLS: the app's daemon
 (beta) pairs with alpha from the page's dialog, the page shows alpha's hardware and what it
 can start (from the change feed, no polling), starts the tiny model there with the real
-llama-server, shows the instance and its live charts, stops it, and unpairs."""
+llama-server, shows the instance and its live charts (and `roundhouse peers show` its
+figures), stops it, and unpairs."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from roundhouse.gui.pages.machines_page import MachinesPage
 from roundhouse.gui.widgets.machine_card import MachineCard
 from tests.daemon_process import DaemonProcess, path_with
 from tests.gui.conftest import close_bridge, wait_until
+from tests.support import cli
 from tests.support.peers import open_code, peer_daemon, peers_of
 
 MODEL = "tiny-machine"
@@ -122,6 +124,11 @@ def test_pair_start_chart_stop_and_unpair_from_the_machines_page(
             lambda: page.charts.memory_chart.point_count() > 0, 30, "the instance's memory"
         )
         assert "alpha" in page.charts.title_label.text()
+        # The same figures from the command line.
+        shown = cli.roundhouse(beta, "peers", "show", alpha_id, no_color=True)
+        assert shown.returncode == 0, shown.stderr
+        (figures,) = [x for x in shown.stdout.splitlines() if x.startswith("Figures now:")]
+        assert f"{instance}: " in figures and "tok/s" in figures and "resident" in figures
 
         # Stop it from the card.
         assert card.stop_button.isEnabled()

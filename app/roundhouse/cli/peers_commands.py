@@ -11,7 +11,7 @@ from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemo
 
 if TYPE_CHECKING:
     from roundhouse.api.instances import InstanceInfo
-    from roundhouse.api.peers import PeerInfo, PeerStopped, Unpaired
+    from roundhouse.api.peers import PeerInfo, PeerState, PeerStopped, Unpaired
 
 DEFAULT_PORT = 11502  # api.peers.DEFAULT_PEER_PORT, without importing pydantic at load
 
@@ -147,10 +147,34 @@ def discover(ctx: click.Context, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def show(ctx: click.Context, peer_id: str, as_json: bool) -> None:
-    """The machine's hardware, instances, load and the models it can start."""
+    """The machine's hardware, instances, load, the models it can start, and each ready
+    instance's figures now (tokens/s, memory)."""
     from roundhouse.cli.peers_view import state_view
 
-    show_from_daemon(ctx, as_json, lambda c: c.peer_state(peer_id), state_view)
+    if as_json:
+        show_from_daemon(ctx, as_json, lambda c: c.peer_state(peer_id), state_view)
+        return
+    from roundhouse.api.instances import InstanceStatus
+    from roundhouse.api.metrics import MetricsHistory
+    from roundhouse.cli.output import console
+    from roundhouse.client import ClientError
+
+    async def ask() -> tuple[PeerState, dict[str, MetricsHistory]]:
+        async with daemon_client(ctx) as client:
+            state = await client.peer_state(peer_id)
+            figures: dict[str, MetricsHistory] = {}
+            for info in state.instances:
+                if info.status != InstanceStatus.READY:
+                    continue
+                try:
+                    # The last few seconds hold the latest point.
+                    figures[info.id] = await client.peer_metrics(peer_id, info.id, 10.0)
+                except ClientError:
+                    continue  # not one of its own (an external engine): no figures
+            return state, figures
+
+    state, figures = run_async(ask())
+    console.print(state_view(state, figures))
 
 
 @peers.command("start")

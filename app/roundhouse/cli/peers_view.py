@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from roundhouse.api.instances import InstanceList
+from roundhouse.api.metrics import MetricsHistory
 from roundhouse.api.peers import DiscoveredList, PairingCodeReply, PeerList, PeerState
 from roundhouse.base.units import format_bytes, format_duration
 from roundhouse.cli.instances_view import instances_view
@@ -89,7 +90,28 @@ def code_view(answer: PairingCodeReply) -> RenderableType:
     return Group(*lines)
 
 
-def state_view(state: PeerState) -> RenderableType:
+def _last(history: MetricsHistory, name: str) -> float | None:
+    for series in history.series:
+        found = [v for v in series.values.get(name) or [] if v is not None]
+        if found:
+            return found[-1]
+    return None
+
+
+def figures_line(instance: str, history: MetricsHistory) -> str | None:
+    """An instance's latest figures, as its machine sampled them; None when it has none."""
+    tps, rss, vram = (_last(history, n) for n in ("output_tps", "rss_bytes", "vram_bytes"))
+    if tps is None and rss is None:
+        return None
+    parts = [f"{tps or 0.0:.1f} tok/s", f"{format_bytes(rss)} resident"]
+    if vram is not None:
+        parts.append(f"{format_bytes(vram)} GPU")
+    return f"{instance}: " + ", ".join(parts)
+
+
+def state_view(
+    state: PeerState, figures: dict[str, MetricsHistory] | None = None
+) -> RenderableType:
     parts: list[RenderableType] = [
         Text.assemble((state.name, "bold"), f"  Roundhouse {state.version}"),
     ]
@@ -117,6 +139,9 @@ def state_view(state: PeerState) -> RenderableType:
     if state.load:
         busy = [f"{x.instance}: {x.in_flight} in flight, {x.queued} queued" for x in state.load]
         parts.append(Text("Load: " + "; ".join(busy)))
+    lines = [figures_line(i, h) for i, h in (figures or {}).items()]
+    if any(lines):
+        parts.append(Text("Figures now: " + "; ".join(x for x in lines if x)))
     if state.startable:
         parts.append(Text("Can start: " + ", ".join(state.startable)))
     return Group(*parts)
