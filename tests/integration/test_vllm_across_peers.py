@@ -128,6 +128,8 @@ def test_started_across_two_machines_it_serves_as_one_and_stops_every_node(
     # One instance in this machine's list; served through the gateway.
     listed = _instances(machines.head)
     assert [i["id"] for i in listed] == [info["id"]]
+    shown = _cli(machines.head, "engines", "ps")
+    assert f"{info['id']}: vLLM across head, twin" in shown.stdout, shown.stdout
     with httpx.Client(base_url=machines.head.url, timeout=60, trust_env=False) as client:
         reply = client.post(
             "/v1/chat/completions",

@@ -16,6 +16,7 @@ from roundhouse.api.instances import (
     InstanceInfo,
     InstanceList,
     InstanceMetrics,
+    InstanceOrigin,
     InstanceStatus,
     PresetList,
 )
@@ -67,6 +68,10 @@ def instance_notes(answer: InstanceList) -> list[Text]:
                 "`roundhouse engines allow-presets ID` lets one."
             )
         )
+    for info in answer.instances:
+        # A started instance has a name only when it spans machines (vLLM across them).
+        if info.origin == InstanceOrigin.STARTED and info.name:
+            notes.append(Text(f"{info.id}: {info.name}"))
     for info in answer.instances:
         for warning in info.warnings:
             notes.append(Text.assemble(("Warning", "yellow"), f" ({info.id}): {warning}"))
