@@ -38,6 +38,12 @@ def test_a_code_shown_on_one_pairs_the_other(qloop: qasync.QEventLoop, tmp_path:
             code = shows.code_label.text()
             assert len(code) == 11 and code[5] == "-"
             assert "compare them" in shows.code_details.text()
+            # Counted down: valid ten minutes, once.
+            left = shows.countdown_label.text()
+            assert left.startswith(("Valid for 9:", "Valid for 10:00")), left
+            assert left.endswith("more, once.")
+            shows._expires_at = 0.0
+            await wait_until(lambda: "expired" in shows.countdown_label.text(), 5, "the expiry")
 
             types.show()
             assert not types.pair_button.isEnabled()

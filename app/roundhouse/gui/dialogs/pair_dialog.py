@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QDialog,
@@ -57,14 +57,22 @@ class PairDialog(QDialog):
         big.setBold(True)
         self.code_label.setFont(big)
         self.code_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # How long the code shown stays valid, counted down each second.
+        self.countdown_label = QLabel()
+        self._expires_at = 0.0
+        self._countdown = QTimer(self)
+        self._countdown.setInterval(1000)
+        self._countdown.timeout.connect(self._tick)
         self.code_details = QLabel()
         self.code_details.setWordWrap(True)
         self.code_details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         here_layout = QVBoxLayout(here)
         here_layout.addWidget(self.show_code_button)
         here_layout.addWidget(self.code_label)
+        here_layout.addWidget(self.countdown_label)
         here_layout.addWidget(self.code_details)
         self.code_label.hide()
+        self.countdown_label.hide()
         self.code_details.hide()
 
         there = QGroupBox("Pair with a machine that shows a code")
@@ -109,6 +117,9 @@ class PairDialog(QDialog):
 
     def _on_code(self, offer: PairingCodeReply) -> None:
         self.code_label.setText(offer.code)
+        self._expires_at = offer.expires_at
+        self._tick()
+        self._countdown.start()
         minutes = max(1, round((offer.expires_at - time.time()) / 60))
         where = offer.addresses or ([offer.host] if offer.host else [])
         lines = [
@@ -126,8 +137,18 @@ class PairDialog(QDialog):
             )
         self.code_details.setText("<br>".join(lines))
         self.code_label.show()
+        self.countdown_label.show()
         self.code_details.show()
         self.show_code_button.setText("Show a new code")
+
+    def _tick(self) -> None:
+        left = self._expires_at - time.time()
+        if left <= 0:
+            self._countdown.stop()
+            self.countdown_label.setText("This code has expired: show a new one.")
+            return
+        minutes, seconds = divmod(int(left), 60)
+        self.countdown_label.setText(f"Valid for {minutes}:{seconds:02d} more, once.")
 
     # -- the other machine's code ----------------------------------------------------------
 
