@@ -192,3 +192,31 @@ def test_the_followers_machine_unpairing_stops_its_node_and_fails_the_instance(
     failed = _settled(machines.head, info["id"])
     assert "the other nodes have been stopped" in failed["error"]
     assert_nothing_left(nodes["0"].pid, nodes["0"].pid, timeout_s=20)
+
+
+def test_a_follower_machine_that_goes_away_fails_the_instance(tmp_path: Path) -> None:
+    """The twin's daemon killed outright: the head hears nothing more from it, fails the
+    instance naming it, and stops its own node (whose follower then ends by itself)."""
+    env = path_with(console_script(tmp_path / "bin", "vllm", "tests.fakes.openai_engines", "vllm"))
+
+    def daemon(name: str) -> Any:
+        home, argv, models = recorded_machine(tmp_path, name, h100_box(2), (MODEL,))
+        return peer_daemon(home, name, env=env, argv=argv, models_dir=str(models))
+
+    with daemon("head") as head, daemon("twin") as twin:
+        pair(head, twin)
+        master_port = free_port()
+        done = _cli(head, "engines", "across", "vllm", MODEL, "--peers", "twin",
+                    "--master-port", str(master_port), "--json")  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        info = json.loads(done.stdout)["instance"]
+        nodes = _nodes(master_port)
+        twin.process.kill()
+        twin.process.wait(10)
+        failed = _settled(head, info["id"], timeout_s=40)
+        assert "Node 1 (twin, the follower) ended" in failed["error"], failed
+        assert "could not be reached on twin any more" in failed["error"]
+        assert "still running" not in failed["error"]
+        assert "the other nodes have been stopped" in failed["error"]
+        for process in nodes.values():
+            assert_nothing_left(process.pid, process.pid, timeout_s=40)

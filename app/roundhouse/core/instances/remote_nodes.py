@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from roundhouse.api.engine_nodes import PeerNode, PeerNodeStart
@@ -44,11 +45,19 @@ def outcome_of(info: ExitInfo) -> ExitOutcome:
     )
 
 
+@dataclass(frozen=True)
+class LostOutcome(ExitOutcome):
+    """A node whose machine stopped answering: how it ended there is not known."""
+
+    def __str__(self) -> str:
+        return f"The node {self.message}."
+
+
 def _lost(name: str, why: str) -> ExitOutcome:
-    return ExitOutcome(
+    return LostOutcome(
         kind=ExitKind.ERROR,
         returncode=None,
-        message=f"could not be reached on {name} any more ({why})",
+        message=f"could not be reached on {name} any more: {why}",
         transient=False,
     )
 
