@@ -275,6 +275,11 @@ class InstanceOptions(_Frozen):
         description="llama.cpp: each device's share of the model (--tensor-split), the RPC "
         "workers first in --rpc order, then this machine's GPUs; empty: by free memory",
     )
+    across: tuple[str, ...] = Field(
+        default=(),
+        description="llama.cpp: paired machines (names or ids) that each lend an rpc-server "
+        "for this instance, reached over mutual TLS (ADR 40); asked for at each start",
+    )
 
 
 class LaunchParams(InstanceOptions):

@@ -90,3 +90,19 @@ class SplitQuery(_Frozen):
     link_mbps: float | None = Field(
         default=None, gt=0, description="the link's speed, when known: a slow one is named"
     )
+
+
+class PeerRpcLease(_Frozen):
+    """`POST /peer/v1/rpc-servers`: an rpc-server lent to the calling paired machine, reached
+    only through the mutual-TLS relay on `port` of the address the pairing agreed on."""
+
+    id: str
+    port: int = Field(description="the relay's port: mutual TLS with the caller's certificate")
+    free_bytes: int | None = Field(default=None, description="what its devices had free at start")
+    total_bytes: int | None = None
+
+
+class PeerRpcLeaseList(_Frozen):
+    """`GET /peer/v1/rpc-servers`: the rpc-servers lent to the calling machine."""
+
+    leases: list[PeerRpcLease]

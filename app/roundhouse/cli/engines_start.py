@@ -113,6 +113,14 @@ def _split(value: str | None) -> tuple[float, ...]:
     help="llama.cpp with --rpc: each device's share, the RPC workers first, then this "
     "machine's GPUs (default 'auto': by each one's free memory).",
 )
+@click.option(
+    "--across",
+    "across",
+    multiple=True,
+    metavar="PEER[,PEER]",
+    help="llama.cpp: split the model across these paired machines (names or ids): each "
+    "lends an rpc-server on its loopback, reached over mutual TLS; released when it stops.",
+)
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -153,6 +161,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             reasoning_parser=opts["reasoning_parser"],
             rpc=_rpc(opts["rpc"]),
             tensor_split=_split(opts["split"]),
+            across=_rpc(opts["across"]),
         )
         if options.trust_remote_code:
             click.echo(
@@ -227,9 +236,9 @@ async def _say_fit(client: DaemonClient, request: Any) -> None:
         err_console.print(f"[dim]No fit estimate: {exc}[/]", highlight=False)
         return
     err_console.print(fit_line(fit))
-    if request.options.rpc:
+    if request.options.rpc or request.options.across:
         # The estimate is of this machine alone: the workers take their share of it.
-        workers = len(request.options.rpc)
+        workers = len(request.options.rpc) + len(request.options.across)
         err_console.print(
             f"  This machine alone; split with {workers} RPC worker"
             f"{'s' if workers > 1 else ''}, which hold their share of the layers.",

@@ -49,6 +49,8 @@ from roundhouse.server.metrics_wiring import build_metrics
 from roundhouse.server.models_wiring import ModelsOpening
 from roundhouse.server.peer_listener import PeerListener, create_peer_app
 from roundhouse.server.peer_service import PeerService
+from roundhouse.server.rpc_across import remote_rpc_workers
+from roundhouse.server.rpc_lending import RpcLending
 from roundhouse.server.services import DaemonServices, DaemonState
 
 log = logging.getLogger(__name__)
@@ -167,6 +169,10 @@ def build_services(
     peers.listeners.append(
         lambda: instances.hosted_nodes.keep_only({p.id for p in peers.store.list()})
     )
+    # llama.cpp RPC across paired machines (ADR 40): borrowed for instances here, lent to them.
+    instances.borrow_rpc_with(remote_rpc_workers(peers, models))
+    rpc_lending = RpcLending()
+    peers.listeners.append(lambda: rpc_lending.forget_unpaired(services))
     gateway = _gateway(state, instances, models, peer_watch)
     # Benchmarks go through this daemon's own gateway.
     bench = BenchService(home.data_dir / "bench", url + GATEWAY_PATH, token, jobs=jobs)
@@ -207,6 +213,7 @@ def build_services(
         peers=peers,
         peer_watch=peer_watch,
         peer_listener=PeerListener(state, peers, peer_app),
+        rpc_lending=rpc_lending,
         feed=ChangeFeed(),
         stopping=stopping,
     )
@@ -240,6 +247,7 @@ async def close_services(services: DaemonServices) -> None:
     await services.bench.aclose()
     # A daemon that stops takes its engines with it: nothing is left running unseen.
     await services.instances.stop_all()
+    await services.rpc_lending.stop_all(services)
     await services.installs.close()
     await services.jobs.close()
     await services.models.close()

@@ -35,6 +35,7 @@ from roundhouse.server.routes.peer_api import PAIR_PATH
 from roundhouse.server.routes.peer_api import router as peer_router
 from roundhouse.server.routes.peer_metrics import router as peer_metrics_router
 from roundhouse.server.routes.peer_nodes import router as peer_nodes_router
+from roundhouse.server.routes.peer_rpc import router as peer_rpc_router
 from roundhouse.server.security import (
     ANTHROPIC_PREFIX,
     HostGuard,
@@ -140,6 +141,7 @@ def create_peer_app(services: DaemonServices, allowed_hosts: frozenset[str]) -> 
     app.include_router(peer_router)
     app.include_router(peer_metrics_router)
     app.include_router(peer_nodes_router)
+    app.include_router(peer_rpc_router)
     # Inner first: the key, then the body checks, then no browser at all, then the Host.
     app.add_middleware(
         PeerKeyGuard, peers=services.peers, gateway_key=lambda: services.gateway_key.current

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from roundhouse.server.models_wiring import ModelsOpening
     from roundhouse.server.peer_listener import PeerListener
     from roundhouse.server.peer_service import PeerService
+    from roundhouse.server.rpc_lending import RpcLending
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,8 @@ class DaemonServices:
     # The paired machines' instances, followed from their change feeds for the gateway.
     peer_watch: PeerWatch
     peer_listener: PeerListener
+    # The rpc-servers this machine lends to paired machines behind mutual-TLS relays (ADR 40).
+    rpc_lending: RpcLending
     # The change feed (GET /api/v1/events) and the relays that publish each kind into it.
     feed: ChangeFeed
     # Set when the daemon begins to stop, so long-lived streams end promptly.

@@ -19,7 +19,7 @@ from typing import Literal
 import httpx
 import psutil
 
-from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams
+from roundhouse.api.engines import DetectedEngine, EngineId, EngineSpec, LaunchParams
 from roundhouse.core.engines.launch import build_launch
 from roundhouse.core.engines.rpc import parse_rpc_list
 from roundhouse.core.errors import InvalidInputError, NotFoundError
@@ -27,6 +27,7 @@ from roundhouse.core.instances.hosted_nodes import HostedNodes
 from roundhouse.core.instances.keys import EngineKeys, auth_headers
 from roundhouse.core.instances.logprune import DEFAULT_LIMITS, LogLimits, prune_engine_logs
 from roundhouse.core.instances.records import InstanceRecord, RecordStore
+from roundhouse.core.instances.remote_rpc import RemoteRpcWorkers
 from roundhouse.core.instances.rpc_workers import RpcWorkers, accepts, no_rpc_server
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, RunningEngine, start_engine
 from roundhouse.core.supervise.process import REAP_TIMEOUT_S
@@ -126,6 +127,9 @@ class InstanceManager:
         self.rpc_workers = rpc_workers or RpcWorkers(log_dir, state_dir)
         # The vLLM nodes paired machines asked this one to run (ADR 39).
         self.hosted_nodes = HostedNodes(log_dir)
+        # The rpc-servers paired machines lend to instances here (ADR 40); set by the
+        # composition root, which knows the paired machines.
+        self.remote_rpc: RemoteRpcWorkers | None = None
 
     async def start(
         self,
@@ -144,14 +148,20 @@ class InstanceManager:
         """
         instance_id = instance_id or new_instance_id()
         key = await asyncio.to_thread(self._keys.key_for, instance_id)
-        plan = build_launch(
-            spec,
-            detected,
-            params,
-            api_key=key,
-            hf_hub_cache=self.hf_cache(),
-            media_domains=self._media_domains(),
-        )
+        # Paired machines' workers first (ADR 40): their relays become --rpc addresses.
+        params = await self._borrow_rpc(instance_id, spec, params)
+        try:
+            plan = build_launch(
+                spec,
+                detected,
+                params,
+                api_key=key,
+                hf_hub_cache=self.hf_cache(),
+                media_domains=self._media_domains(),
+            )
+        except BaseException:
+            await self._release_workers(instance_id)
+            raise
         log_path = self._log_dir / f"{plan.engine.value}-{instance_id}.log"
         self._starting.add(log_path.name)
         try:
@@ -168,7 +178,7 @@ class InstanceManager:
             )
         except BaseException:
             # A failed or cancelled start leaves no worker behind either.
-            await self.rpc_workers.stop_owned(instance_id)
+            await self._release_workers(instance_id)
             raise
         finally:
             self._starting.discard(log_path.name)
@@ -198,9 +208,37 @@ class InstanceManager:
             self._instances.pop(instance_id, None)
             with contextlib.suppress(Exception):
                 await process.stop()
-            await self.rpc_workers.stop_owned(instance_id)
+            await self._release_workers(instance_id)
             raise
         return instance
+
+    def check_across(self, engine: EngineId, across: Sequence[str]) -> None:
+        """Refuse at once, in words, a split across machines this daemon cannot make."""
+        if not across:
+            return
+        if engine is not EngineId.LLAMA_CPP:
+            raise InvalidInputError(
+                "Only llama.cpp splits a model across paired machines by RPC, not "
+                f"{engine.value}: for vLLM use `roundhouse engines across vllm`."
+            )
+        if self.remote_rpc is None:
+            raise InvalidInputError("This daemon has no paired machines to split across.")
+        self.remote_rpc.check(across)
+
+    async def _borrow_rpc(
+        self, instance_id: str, spec: EngineSpec, params: LaunchParams
+    ) -> LaunchParams:
+        if not params.across:
+            return params
+        self.check_across(spec.id, params.across)
+        assert self.remote_rpc is not None
+        return await self.remote_rpc.lease(instance_id, params)
+
+    async def _release_workers(self, instance_id: str) -> None:
+        """Stop the instance's own workers and give back those paired machines lent it."""
+        await self.rpc_workers.stop_owned(instance_id)
+        if self.remote_rpc is not None:
+            await self.remote_rpc.release(instance_id)
 
     async def _start_rpc_workers(
         self, instance_id: str, detected: DetectedEngine, params: LaunchParams
@@ -258,14 +296,14 @@ class InstanceManager:
         elif instance._process is not None:
             await terminate_tree(instance._process, grace)
         # After llama-server: it holds a connection to each worker until it ends.
-        await self.rpc_workers.stop_owned(instance_id)
+        await self._release_workers(instance_id)
         self._instances.pop(instance_id, None)
         await self._save()
         return outcome
 
     async def forget(self, instance_id: str) -> None:
         """Drop the record of an instance that ended on its own, and stop its workers."""
-        await self.rpc_workers.stop_owned(instance_id)
+        await self._release_workers(instance_id)
         if self._instances.pop(instance_id, None) is not None:
             await self._save()
 
@@ -276,6 +314,8 @@ class InstanceManager:
         )
         # Also those the API started for a peer: the daemon leaves no worker behind.
         await self.rpc_workers.stop_all()
+        if self.remote_rpc is not None:
+            await self.remote_rpc.release_all()
         await self.hosted_nodes.stop_all()
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:

@@ -50,6 +50,7 @@ from roundhouse.core.instances.memory import InventoryGetter
 from roundhouse.core.instances.node_group import NodeStarter
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.readouts import read_logs, read_metrics
+from roundhouse.core.instances.remote_rpc import RemoteRpcWorkers
 from roundhouse.core.instances.rpc_workers import RpcWorker, no_rpc_server
 from roundhouse.core.instances.runner import InstanceRunner
 from roundhouse.core.supervise import RestartPolicy, ensure_port_free
@@ -106,6 +107,7 @@ class InstanceService:
         if self._runner.closing:
             raise ConflictError("The daemon is stopping; start the engine after it restarts.")
         options = self._options(request)
+        self._manager.check_across(request.engine, options.across)
         spec, detected = await self._resolve(request.engine)
         port = request.port or free_port(request.host, browser_blocked=keyless(request.engine))
         params = LaunchParams(**options.model_dump(), host=request.host, port=port)
@@ -192,6 +194,10 @@ class InstanceService:
         )
         self.changes.touch()
         return self.info(entry.id)
+
+    def borrow_rpc_with(self, remote: RemoteRpcWorkers) -> None:
+        """Let llama.cpp instances here split across paired machines (ADR 40)."""
+        self._manager.remote_rpc = remote
 
     @property
     def hosted_nodes(self) -> HostedNodes:
