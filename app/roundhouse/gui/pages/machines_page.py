@@ -158,7 +158,7 @@ class MachinesPage(QWidget):
         settings = self._bridge.settings_full
         name = settings.peers.name.strip() if settings is not None else ""
         own = [i for i in self._bridge.instances or [] if i.origin != InstanceOrigin.PEER]
-        self.local_card.show_local(name or "This machine", self._bridge.inventory, own)
+        self.local_card.show_local(name, self._bridge.inventory, own)
 
     def _on_disconnected(self, message: str) -> None:
         self.status_label.setText("Showing the last known machines: not connected to the daemon.")

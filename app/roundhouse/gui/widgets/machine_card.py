@@ -30,6 +30,8 @@ from roundhouse.gui.widgets.machines_words import (
 
 COLUMNS = ("Model", "Engine", "Status", "Load")
 ID_ROLE = Qt.ItemDataRole.UserRole
+# Rows a card's table shows before it scrolls.
+MAX_ROWS_SHOWN = 5
 
 
 class MachineCard(QFrame):
@@ -48,7 +50,7 @@ class MachineCard(QFrame):
         self.setObjectName("machineCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.name_label = QLabel()
-        self.name_label.setObjectName("cardTitle")
+        self.name_label.setObjectName("sectionTitle")
         self.state_label = QLabel()
         self.state_label.setWordWrap(True)
         self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -60,11 +62,12 @@ class MachineCard(QFrame):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().hide()
+        if peer_id is not None:
+            self.table.setToolTip("Pick an instance to see its live charts below, or to stop it")
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in range(1, len(COLUMNS)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setMaximumHeight(150)
         self.table.itemSelectionChanged.connect(self._on_selection_changed)
         self.empty_label = QLabel("No instances running.")
         layout = QVBoxLayout(self)
@@ -106,7 +109,7 @@ class MachineCard(QFrame):
     def show_local(
         self, name: str, hardware: HardwareInventory | None, instances: list[InstanceInfo]
     ) -> None:
-        self.name_label.setText(f"{name} (this machine)")
+        self.name_label.setText(f"{name} (this machine)" if name else "This machine")
         self.state_label.setText("Serves the gateway here.")
         self.hardware_label.setText(hardware_line(hardware))
         self._show_instances(instances, [])
@@ -177,12 +180,20 @@ class MachineCard(QFrame):
                 self.select_instance(kept)
         finally:
             self.table.blockSignals(False)
+        self._fit_table()
         self.table.setVisible(bool(instances))
         self.empty_label.setVisible(not instances)
         if kept and self.selected_instance() != kept:
             # The instance picked is gone: its charts go with it.
             self._on_selection_changed()
         self._update_buttons()
+
+    def _fit_table(self) -> None:
+        """As tall as its rows (a few at most, then it scrolls): no empty space in a card."""
+        rows = min(self.table.rowCount(), MAX_ROWS_SHOWN)
+        height = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth()
+        height += sum(self.table.rowHeight(r) for r in range(rows))
+        self.table.setFixedHeight(height)
 
     def _show_startable(self, models: list[str]) -> None:
         current = self.startable_box.currentText()

@@ -49,4 +49,4 @@ def reachability(peer: PeerInfo) -> str:
         return f"Reachable at {peer.host}:{peer.port} (Roundhouse {peer.version or '?'})"
     if peer.reachable is None:
         return f"At {peer.host}:{peer.port}: not heard from yet…"
-    return f"Not reachable at {peer.host}:{peer.port}: {peer.error or 'it does not answer.'}"
+    return f"Not reachable: {peer.error or f'nothing answers at {peer.host}:{peer.port}.'}"
