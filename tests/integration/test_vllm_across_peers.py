@@ -138,6 +138,9 @@ def test_started_across_two_machines_it_serves_as_one_and_stops_every_node(
     assert reply.status_code == 200, reply.text
     assert reply.headers["x-roundhouse-instance"].startswith(info["id"])
 
+    again = _cli(machines.head, "engines", "restart", info["id"])
+    assert again.returncode == 1 and "An instance across machines starts anew" in again.stderr
+
     stopped = _cli(machines.head, "engines", "stop", info["id"])
     assert stopped.returncode == 0, stopped.stderr
     for process in nodes.values():

@@ -270,6 +270,11 @@ class InstanceService:
     async def restart(self, instance_id: str) -> InstanceInfo:
         """Stop it if it runs, then start it again with the same options and id."""
         entry = self._table.get(instance_id)
+        if entry.spec is None and entry.origin == InstanceOrigin.STARTED and entry.name:
+            raise ConflictError(
+                "An instance across machines starts anew: stop it and start it again with "
+                "`roundhouse engines across` (the machines may have changed since)."
+            )
         if entry.options is None or entry.spec is None:
             raise ConflictError(
                 "Roundhouse did not start this instance in this run, so it does not know its "
