@@ -75,6 +75,8 @@ def test_pair_start_chart_stop_and_unpair_from_the_machines_page(
         await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
         await wait_until(lambda: page.view is not None, 15, "the paired machines")
         assert page.cards == {} and page.empty_label.isVisibleTo(page)
+        # Shown before it connected: nothing failed, so nothing is said.
+        assert not page.failure_notice.isVisibleTo(page), page.failure_notice.text()
         await wait_until(lambda: "RAM" in page.local_card.hardware_label.text(), 20, "hardware")
 
         # Pair from the page's dialog with the code alpha shows.
@@ -139,6 +141,14 @@ def test_pair_start_chart_stop_and_unpair_from_the_machines_page(
             "the instance to stop",
         )
         await wait_until(lambda: "Stopped" in page.action_label.text(), 20, "the stop")
+
+        # A refusal there is said in words, in the page's notice; the card is usable again.
+        page.start_on(alpha_id, "no-such-model")
+        await wait_until(lambda: page.failure_notice.isVisibleTo(page), 30, "the refusal")
+        said = page.failure_notice.text()
+        assert said.startswith("Could not start no-such-model on the machine: "), said
+        assert "Traceback" not in said
+        assert card.unpair_button.isEnabled()
 
         # Unpair, confirmed: both machines forget each other and the card goes.
         card.unpair_button.click()

@@ -22,7 +22,7 @@ from roundhouse.api.peers import PeerInfo, PeerStopped, PeersView, Unpaired
 from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.op import FailureSink, Ops
 from roundhouse.gui.calls.peers import PeersCalls
-from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.machine_card import MachineCard
 from roundhouse.gui.widgets.machines_words import NO_PEERS, model_text
@@ -114,7 +114,12 @@ class MachinesPage(QWidget):
 
     def load(self) -> None:
         """Read the paired machines again (after a reset of the feed); events keep them."""
-        self._ops.run(self._calls.machines(), self.show_view, latest="machines")
+        self._ops.run(self._calls.machines(), self._on_loaded, latest="machines")
+
+    def _on_loaded(self, view: PeersView) -> None:
+        # Listed again: a failure to list them no longer holds.
+        self.failure_notice.hide()
+        self.show_view(view)
 
     def show_view(self, view: PeersView) -> None:
         self._ops.forget("machines")
@@ -179,6 +184,7 @@ class MachinesPage(QWidget):
 
     def start_on(self, peer: str, model: str) -> None:
         card = self.cards[peer]
+        self.failure_notice.hide()
         card.set_busy(True)
         self.action_label.setText(f"Starting {model} on {card.peer_name}…")
         call = self._calls.start(peer, model)
@@ -191,6 +197,7 @@ class MachinesPage(QWidget):
 
     def stop_on(self, peer: str, instance: str) -> None:
         card = self.cards[peer]
+        self.failure_notice.hide()
         card.set_busy(True)
         self.action_label.setText(f"Stopping {instance} on {card.peer_name}…")
         call = self._calls.stop(peer, instance)
@@ -219,6 +226,7 @@ class MachinesPage(QWidget):
 
     def _unpair(self, peer: str) -> None:
         card = self.cards[peer]
+        self.failure_notice.hide()
         card.set_busy(True)
         call = self._calls.unpair(peer)
 
@@ -288,7 +296,8 @@ class MachinesPage(QWidget):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if self.view is None and self._bridge.peers is None:
+        connected = self._bridge.state == ConnectionState.CONNECTED
+        if connected and self.view is None and self._bridge.peers is None:
             self.load()
         if self.charted is not None:
             self._load_chart()
