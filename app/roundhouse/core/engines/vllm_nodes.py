@@ -12,6 +12,7 @@ from roundhouse.api.engines import DetectedEngine, EngineId, EngineSpec, LaunchP
 from roundhouse.api.hardware import GpuInfo, GpuVendor, HardwareInventory
 from roundhouse.core.engines import vllm
 from roundhouse.core.engines.common import LOOPBACK, Extras, check_host, refuse
+from roundhouse.core.engines.tool_parsers import AUTO_TOOL_CHOICE, REASONING_FLAG, TOOL_FLAG
 
 # vLLM's own defaults (vllm/config/parallel.py): the torch.distributed rendezvous of the
 # `mp` executor, and the port `ray start --head` takes when none is given.
@@ -26,6 +27,10 @@ NODE_FLAGS = (
     "--distributed-executor-backend", "--data-parallel-size", "-dp",
     "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-start-rank",
 )  # fmt: skip
+# The API server's chat parsers, with how many values each takes. Followers serve no API, and
+# the parsers are chosen from each machine's own copy of the model: left out of a follower's
+# command, it is the same wherever it is built (a paired machine builds its own, ADR 39).
+API_ONLY_FLAGS = {AUTO_TOOL_CHOICE: 0, vllm.ENABLE_REASONING: 0, TOOL_FLAG: 1, REASONING_FLAG: 1}
 # The GPUs vLLM runs on: CUDA (NVIDIA) and ROCm (AMD).
 ACCELERATORS = {GpuVendor.NVIDIA: "CUDA", GpuVendor.AMD: "ROCm"}
 
@@ -216,6 +221,21 @@ def _serve_argv(plan: LaunchPlan, detected: DetectedEngine, model: str) -> list[
     return [detected.python, "-m", CLI_MODULE, "serve", model, *argv[5:]]
 
 
+def _without_api_flags(argv: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        name, joined, _ = arg.partition("=")
+        if name in API_ONLY_FLAGS:
+            skip = 0 if joined else API_ONLY_FLAGS[name]
+            continue
+        kept.append(arg)
+    return kept
+
+
 def _node_env(node: NodeInput) -> dict[str, str]:
     # VLLM_HOST_IP: the address this node tells the others (vLLM's own guess may pick a
     # docker bridge); the socket interfaces keep Gloo and NCCL (RCCL) on the same network.
@@ -329,6 +349,8 @@ def node_launch(
     )
     one = vllm.build(spec, node.detected, shared, extras)
     argv = _serve_argv(one, node.detected, shared.model or "")
+    if role is Role.FOLLOWER:
+        argv = _without_api_flags(argv)
     env = {**one.env, **_node_env(node)}
     ray_command: tuple[str, ...] = ()
     if executor is Executor.MP:
