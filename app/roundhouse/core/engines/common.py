@@ -46,6 +46,7 @@ CHOICES = {
     "reasoning_parser": "a reasoning parser",
     "rpc": "RPC workers",
     "tensor_split": "a split across devices",
+    "across": "a split across paired machines",
 }
 
 

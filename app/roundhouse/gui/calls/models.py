@@ -12,6 +12,7 @@ from roundhouse.api.downloads import DownloadRequest, OllamaDownloadRequest
 from roundhouse.api.fit import FitQuery
 from roundhouse.api.hub import HubSearchRequest
 from roundhouse.api.library import ImportRequest
+from roundhouse.api.rpc import SplitQuery
 from roundhouse.gui.call import Call
 
 if TYPE_CHECKING:
@@ -50,6 +51,10 @@ class ModelsCalls:
     def fit(self, query: FitQuery) -> Call:
         """Answers with the ModelFit: the verdict for this machine, its breakdown and advice."""
         return self._bridge.call("estimate whether it fits", lambda c: c.fit_model(query))
+
+    def split(self, query: SplitQuery) -> Call:
+        """Answers with the SplitProposal over this machine and the workers' free memory."""
+        return self._bridge.call("propose a split", lambda c: c.propose_split(query))
 
     # -- downloads ----------------------------------------------------------------------
 

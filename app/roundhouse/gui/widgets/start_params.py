@@ -179,6 +179,17 @@ class StartParams(QObject):
         self._add_param("memory_report", "Memory:", self.memory_report)
         self._add_param("reranking", "Reranking:", self.reranking)
         self._add_param("trust_remote_code", "Remote code:", self.trust_remote_code)
+        # llama.cpp: paired machines that each lend an rpc-server for this instance (ADR 40).
+        self.across = QLineEdit()
+        self.across.setClearButtonEnabled(True)
+        self.across.setPlaceholderText("none: this machine alone; or paired machines, e.g. gpu-b")
+        self.across.setToolTip(
+            "Split the model's layers across this machine and these paired machines (names, "
+            "commas between) with llama.cpp's RPC: each lends an rpc-server on its own "
+            "loopback, reached only over mutual TLS, for as long as this instance runs. For a "
+            "model that does not fit here: it is slower than one machine that fits it."
+        )
+        self._add_param("across", "Split across machines:", self.across)
         self._params.addRow("Port:", self.port)
         self.params_box = QGroupBox("Parameters")
         self.params_box.setLayout(self._params)
@@ -301,7 +312,7 @@ class StartParams(QObject):
         # Flash attention changes the compute buffer, so the fit line is asked again.
         for choice in (self.gpu_layers_choice, self.flash_attn):
             choice.currentIndexChanged.connect(slot)
-        for line in (self.draft_model, self.served_name, self.extra_args, self.rpc):
+        for line in (self.draft_model, self.served_name, self.extra_args, self.rpc, self.across):
             line.textChanged.connect(slot)
         for combo in (self.cache_type_k, self.cache_type_v, self.dtype):
             combo.currentTextChanged.connect(slot)
@@ -336,6 +347,7 @@ class StartParams(QObject):
             "tool_parser": self.tool_parser.currentText().strip() or None,
             "reasoning_parser": self.reasoning_parser.currentText().strip() or None,
             "rpc": tuple(p.strip() for p in self.rpc.text().split(",") if p.strip()),
+            "across": tuple(p.strip() for p in self.across.text().split(",") if p.strip()),
         }
 
     def set_options(self, options: InstanceOptions) -> None:
@@ -371,6 +383,7 @@ class StartParams(QObject):
         self.tool_parser.setCurrentText(options.tool_parser or "")
         self.reasoning_parser.setCurrentText(options.reasoning_parser or "")
         self.rpc.setText(",".join(options.rpc))
+        self.across.setText(",".join(options.across))
 
     def field_visible(self, name: str) -> bool:
         """Whether the parameter `name` (an InstanceOptions field) is offered now."""
