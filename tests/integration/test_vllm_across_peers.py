@@ -122,7 +122,7 @@ def test_started_across_two_machines_it_serves_as_one_and_stops_every_node(
     assert head_pid in [p.pid for p in nodes["0"].parents()]
     assert twin_pid in [p.pid for p in nodes["1"].parents()]
     # The follower's log is kept on its machine.
-    logs = list((machines.twin.home.log_dir).rglob("vllm-node-*.log"))
+    logs = list((machines.twin.home.log_dir).rglob("vllm-node1-*.log"))
     assert logs and "joined the head node" in logs[0].read_text()
 
     # One instance in this machine's list; served through the gateway.

@@ -179,6 +179,11 @@ async def _facts(services: DaemonServices, peer: Peer, model: str) -> PeerNodeFa
             reply = await client.request("GET", f"{NODES_PATH}/vllm", params={"model": model})
         return PeerNodeFacts.model_validate(reply)
     except PeerError as exc:
+        if exc.status == 404:
+            raise PeerError(
+                f"{peer.name} runs a Roundhouse without vLLM across machines: update it to "
+                "this machine's version."
+            ) from exc
         raise PeerError(
             f"{peer.name} could not be asked for its GPUs and model: {exc.detail}"
         ) from exc

@@ -57,7 +57,8 @@ class HostedNodes:
         for old in taken:
             self._nodes.pop(old.id, None)
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
-        log_path = self._log_dir / f"vllm-node-{group}-{rank}.log"
+        # Named as the instances' logs are (`<name>-<12 hex>.log`): pruned as theirs are.
+        log_path = self._log_dir / f"vllm-node{rank}-{group}.log"
         process = await EngineProcess.spawn(launch, log_path)
         node = HostedNode(uuid.uuid4().hex[:12], owner, group, rank, process, time.time())
         self._nodes[node.id] = node
@@ -68,6 +69,10 @@ class HostedNodes:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(process.exited), EARLY_EXIT_S)
         return node
+
+    def log_names(self) -> set[str]:
+        """The log file names of the nodes kept here (never pruned while kept)."""
+        return {node.process.log.path.name for node in self._nodes.values()}
 
     def get(self, owner: str, node_id: str) -> HostedNode:
         """The node if `owner` started it; another machine's node is not found, not refused."""

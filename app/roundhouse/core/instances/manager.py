@@ -384,6 +384,7 @@ class InstanceManager:
         """Delete the logs of instances no longer running past the age and size limits
         (docs/troubleshooting.md); never those of the instances running or starting."""
         keep = {Path(i.record.log_path).name for i in self._instances.values()} | self._starting
+        keep |= self.hosted_nodes.log_names()
         await asyncio.to_thread(
             prune_engine_logs, self._log_dir, keep, time.time(), self._log_limits
         )
