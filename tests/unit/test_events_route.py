@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from roundhouse.api.events import ResetEvent, ResetReason, SettingsEvent, parse_event
 from roundhouse.api.settings import Settings
 from roundhouse.server.feed_wiring import ChangeFeed
+from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.routes.events import resume_point, router
 
 
@@ -109,3 +110,22 @@ def test_the_stream_ends_when_the_daemon_begins_to_stop() -> None:
         assert len(messages) == 1 and time.monotonic() - started < 3
 
     asyncio.run(main())
+
+
+def test_only_the_kinds_asked_come_and_an_unknown_kind_is_refused_before_any_stream() -> None:
+    async def run() -> None:
+        feed = ChangeFeed()
+        feed.settings_saved(_settings(1234))
+        app = _app(feed, asyncio.Event())
+        install_problem_handlers(app)
+        messages = await _messages(app, query="?kinds=instances")
+        # The reset always comes; the settings event does not, it was not asked for.
+        kinds = [line for m in messages for line in m if line.startswith("event:")]
+        assert kinds == ["event: reset"]
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            refused = await client.get("/events?kinds=instances,chats")
+        assert refused.status_code == 422
+        assert "Unknown event kind 'chats'" in refused.json()["detail"]
+
+    asyncio.run(run())

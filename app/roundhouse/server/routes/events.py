@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from roundhouse.api.events import EventKind
@@ -66,14 +66,20 @@ KindsQuery = Query(
 )
 
 
+def asked_kinds(kinds: str | None = KindsQuery) -> frozenset[str]:
+    """The `kinds` query, checked as a dependency: before the stream starts, so that an
+    unknown kind is a 400 in words rather than a stream cut short."""
+    return chosen_kinds(kinds)
+
+
 @router.get("/events", response_class=EventSourceResponse)
 async def events(
     services: Services,
+    chosen: Annotated[frozenset[str], Depends(asked_kinds)],
     since: Annotated[
         int | None,
         Query(ge=0, description="the seq of the last event applied: the stream resumes after it"),
     ] = None,
-    kinds: str | None = KindsQuery,
     last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """Every change as an SSE message: `id` the event's seq, `event` its kind (instances,
@@ -81,6 +87,5 @@ async def events(
     the kind's whole state. Without a resume point, or one the daemon no longer keeps, a
     `reset` comes first: load every kind again, then apply what follows. A keep-alive
     comment comes every 15 s of quiet; the stream ends when the daemon stops."""
-    chosen = chosen_kinds(kinds)
     async for message in followed(services, resume_point(last_event_id, since), chosen):
         yield message

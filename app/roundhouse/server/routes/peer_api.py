@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import ValidationError
 
@@ -140,17 +140,20 @@ async def stop(request: Request, instance_id: str, services: Services) -> PeerSt
     return PeerStopped(instance=stopped.id, stopped=True)
 
 
+def peer_kinds(request: Request, kinds: str | None = KindsQuery) -> frozenset[str]:
+    """The caller checked and the kinds it asked for, before the stream starts."""
+    caller(request)
+    return chosen_kinds(kinds, PEER_KINDS)
+
+
 @router.get("/events", response_class=EventSourceResponse)
 async def events(
-    request: Request,
     services: Services,
+    chosen: Annotated[frozenset[str], Depends(peer_kinds)],
     since: Annotated[int | None, Query(ge=0)] = None,
-    kinds: str | None = KindsQuery,
     last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """This machine's change feed as a paired machine may follow it: what it serves (the
     instances, the gateway's models), as the control API's feed sends them."""
-    caller(request)
-    chosen = chosen_kinds(kinds, PEER_KINDS)
     async for message in followed(services, resume_point(last_event_id, since), chosen):
         yield message
