@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from roundhouse.api.engine_nodes import PeerNode, PeerNodeStart
 from roundhouse.api.engines import InstanceOptions
 from roundhouse.api.instances import ExitInfo
@@ -27,6 +29,9 @@ WATCH_S = 10.0
 # Watches that fail in a row before the node counts as lost (a blip is retried).
 LOST_AFTER = 3
 RETRY_S = 1.0
+# What asking a paired machine may end in besides an answer: said in words, never raised
+# out of the watch (a watch that died would leave a lost node unnoticed).
+_FAILURES = (RoundhouseError, ValueError, httpx.HTTPError, OSError)
 
 
 def outcome_of(info: ExitInfo) -> ExitOutcome:
@@ -74,6 +79,7 @@ class RemoteNode:
         self._exited: asyncio.Future[int] = loop.create_future()
         self._outcome: ExitOutcome | None = None
         self._stopping = False
+        self._stopped: ExitOutcome | None = None
         if answer.exit is not None:
             self._settle(outcome_of(answer.exit))
             self._watch: asyncio.Task[None] | None = None
@@ -100,7 +106,7 @@ class RemoteNode:
                     reply = await client.request("GET", path, params={"wait": WATCH_S})
                 node = PeerNode.model_validate(reply)
                 failures = 0
-            except (RoundhouseError, ValueError) as exc:
+            except _FAILURES as exc:
                 if self._stopping:
                     return
                 failures += 1
@@ -114,7 +120,10 @@ class RemoteNode:
                 self._settle(outcome_of(node.exit))
 
     async def stop(self, grace_s: float | None = None) -> ExitOutcome:
-        """Stop the node there; its outcome (or, unreachable, why it is not known)."""
+        """Stop the node there; its outcome (or, unreachable, why it is not known). Once
+        stopped, asking again answers the same."""
+        if self._stopped is not None:
+            return self._stopped
         self._stopping = True
         if self._watch is not None:
             self._watch.cancel()
@@ -122,20 +131,21 @@ class RemoteNode:
                 await self._watch
         if self._exited.done() and self._outcome is not None and not self._outcome.by_us:
             # Ended by itself: ask the peer to forget it too, keep how it ended.
-            with contextlib.suppress(RoundhouseError, ValueError):
+            with contextlib.suppress(*_FAILURES):
                 async with self._open() as client:
                     await client.request("DELETE", f"{NODES_PATH}/{self.id}")
+            self._stopped = self._outcome
             return self._outcome
         try:
             async with self._open() as client:
                 reply = await client.request("DELETE", f"{NODES_PATH}/{self.id}")
             node = PeerNode.model_validate(reply)
             outcome = outcome_of(node.exit) if node.exit else _lost(self._name, "no exit")
-        except (RoundhouseError, ValueError) as exc:
+        except _FAILURES as exc:
             detail = exc.detail if isinstance(exc, RoundhouseError) else str(exc)
             log.warning("Stopping node %s on %s: %s", self.id, self._name, detail)
             outcome = _lost(self._name, detail)
-        self._outcome = outcome
+        self._outcome = self._stopped = outcome
         self._settle(outcome)
         return outcome
 
