@@ -145,3 +145,47 @@ def test_a_machine_not_paired_is_refused_in_words(
         assert started.returncode != 0
         assert "'gamma' is not a paired machine" in started.stderr, started.stderr
         assert "Traceback" not in started.stderr
+
+
+def test_a_head_that_dies_leaves_nothing_lent_on_the_other_machine(
+    llama_server_binary: Path, rpc_server_binary: Path, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    """The head's daemon is killed (its relays go with it): the lender sees the connections
+    end and, after its grace time, stops the rpc-server and closes the relay by itself."""
+    env = path_with(llama_server_binary)
+    before = set(rpc_pids(rpc_server_binary))
+    with (
+        peer_daemon(tmp_path / "alpha", "alpha", env=env) as alpha,
+        peer_daemon(tmp_path / "beta", "beta", env=env) as beta,
+    ):
+        pair(beta, alpha)
+        alpha_listens_before = listening(alpha.process.pid)
+        options = {
+            "model": str(tiny_gguf),
+            **OPTIONS,
+            "n_gpu_layers": "all",
+            "tensor_split": [1.0],
+            "across": ["alpha"],
+        }
+        with beta.control() as api:
+            made = api.post("/api/v1/instances", json={"engine": "llama.cpp", "options": options})
+        assert made.status_code == 202, made.text
+        info = wait_ready(beta, made.json()["id"])
+        engine_argv = psutil.Process(info["pid"]).cmdline()
+        at = engine_argv.index("--rpc")
+        # The split given is kept, after the relay's address.
+        assert engine_argv[at + 2 : at + 4] == ["--tensor-split", "1"], engine_argv
+        assert complete(beta, info).strip()
+        (worker,) = lent(alpha)
+
+        beta.process.kill()
+        beta.process.wait(10)
+        # Orphaned by its dead daemon: ended here, so the test leaves nothing behind.
+        psutil.Process(info["pid"]).kill()
+        deadline = time.monotonic() + 60
+        while lent(alpha) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert lent(alpha) == []
+        assert not alive(worker["pid"])
+        assert listening(alpha.process.pid) == alpha_listens_before
+    assert set(rpc_pids(rpc_server_binary)) <= before

@@ -90,7 +90,7 @@ def build(
     if params.reranking:
         argv.append("--reranking")
     # The RPC workers hold their share of the layers; llama.cpp lists them before the GPUs.
-    argv += rpc_args(params.rpc, params.tensor_split)
+    argv += rpc_args(params.rpc, params.tensor_split, across=bool(params.across))
     # A --reasoning-format in the extra arguments is the user's, and then the only one.
     check_not_twice(
         spec.title,

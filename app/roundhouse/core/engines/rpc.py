@@ -150,9 +150,16 @@ def build_rpc_server(
     )
 
 
-def rpc_args(rpc: Sequence[str], tensor_split: Sequence[float]) -> list[str]:
-    """llama-server's `--rpc a,b` and `--tensor-split x,y,...` for the instance's options."""
+def rpc_args(
+    rpc: Sequence[str], tensor_split: Sequence[float], *, across: bool = False
+) -> list[str]:
+    """llama-server's `--rpc a,b` and `--tensor-split x,y,...` for the instance's options.
+
+    `across`: paired machines will lend workers (ADR 40), whose addresses are known only once
+    they are asked, at the start; a split is checked with them."""
     if not rpc:
+        if across:
+            return []
         if tensor_split:
             raise InvalidInputError(
                 "A split needs RPC workers: name them with --rpc HOST:PORT, or clear the split."
