@@ -221,7 +221,7 @@ async def _start(
 async def _say_fit(client: DaemonClient, request: Any) -> None:
     """Before a llama.cpp start of a local file: will it fit, as these options run it?"""
     from roundhouse.api.engines import EngineId
-    from roundhouse.api.fit import FitQuery
+    from roundhouse.api.fit import FitQuery, FitVerdict
     from roundhouse.cli.models_view import fit_line
     from roundhouse.cli.output import err_console
     from roundhouse.client import ClientError
@@ -244,6 +244,12 @@ async def _say_fit(client: DaemonClient, request: Any) -> None:
             f"{'s' if workers > 1 else ''}, which hold their share of the layers.",
             highlight=False,
         )
+        if request.options.across and fit.report.verdict != FitVerdict.DOES_NOT_FIT:
+            err_console.print(
+                "  It fits on this machine: one machine is faster than a split, which "
+                "sends every token across the network and back.",
+                highlight=False,
+            )
         return
     for advice in fit.report.advice[:2]:
         err_console.print(f"  {advice.text}", highlight=False)
