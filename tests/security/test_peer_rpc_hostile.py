@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from roundhouse.core.peers.tls import CERT_FILE, pinned_context
+from roundhouse.server.rpc_lending import MAX_LEASES_PER_PEER
 from tests.daemon_process import DaemonProcess, path_with
 from tests.processes import alive
 from tests.support.peers import pair, peer_daemon, peer_key, peer_port, peers_of
@@ -63,6 +64,16 @@ def test_the_lending_route_refuses_strangers_and_ends_with_the_pairing(
             assert client.get(PATH, headers=bearer).json()["leases"] == [lease]
             # Another id is nobody's to end; nothing changes.
             assert client.delete(f"{PATH}/nothere", headers=bearer).status_code == 404
+            assert [w["id"] for w in lent(alpha)] == [worker["id"]]
+            # One machine borrows a bounded number at once.
+            more = [client.post(PATH, headers=bearer) for _ in range(MAX_LEASES_PER_PEER - 1)]
+            assert all(m.status_code == 201 for m in more), [m.text for m in more]
+            too_many = client.post(PATH, headers=bearer)
+            assert too_many.status_code == 409
+            assert "already lends 8 rpc-servers to beta" in too_many.json()["detail"]
+            for extra in more:
+                ended = client.delete(f"{PATH}/{extra.json()['id']}", headers=bearer)
+                assert ended.status_code == 200, ended.text
             assert [w["id"] for w in lent(alpha)] == [worker["id"]]
 
             # The relay: a plain client gets nothing from rpc-server behind it.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from roundhouse.api.rpc import PeerRpcLease, RpcServerRequest
 from roundhouse.core.engines.rpc import WILDCARDS
-from roundhouse.core.errors import InvalidInputError, NotFoundError
+from roundhouse.core.errors import ConflictError, InvalidInputError, NotFoundError
 from roundhouse.core.infra.ports import free_port
 from roundhouse.core.peers.store import Peer
 from roundhouse.core.peers.tunnel import Relay, lender_relay
@@ -29,6 +29,9 @@ IDLE_GRACE_S = 30.0
 # A lease never used at all (the head failed before llama-server started) ends after this.
 UNUSED_GRACE_S = 300.0
 CHECK_EVERY_S = 1.0
+# What one paired machine may borrow at once: an instance takes one per machine, so this is
+# several instances' worth, and a caller gone wrong cannot fill this machine with workers.
+MAX_LEASES_PER_PEER = 8
 
 
 @dataclass
@@ -77,6 +80,11 @@ class RpcLending:
             raise InvalidInputError(
                 "This machine cannot tell which of its addresses the paired machine reached: "
                 "set peers.listen_host to one address."
+            )
+        if len(self.of(peer.id)) >= MAX_LEASES_PER_PEER:
+            raise ConflictError(
+                f"This machine already lends {MAX_LEASES_PER_PEER} rpc-servers to {peer.name}: "
+                "stop an instance split across it there first."
             )
         lease_id = uuid.uuid4().hex[:12]
         worker = await services.instances.start_rpc_server(
