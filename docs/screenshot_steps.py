@@ -69,7 +69,7 @@ async def take_instances(ui: Ui, page: EnginesPage, model: Path, grab: Grab) -> 
     assert logs is not None
     logs.resize(1000, 620)
     logs.move(ui.window.x() + 160, ui.window.y() + 120)
-    await wait_until(lambda: len(logs.lines()) > 10, 20, "log lines")
+    await wait_until(lambda: len(logs.lines()) > 6, 20, "log lines")
     await asyncio.sleep(1.0)
     grab("engine-logs.png", widget=logs)
     logs.close()

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # The steps live beside this file (run as a script, its folder is on sys.path).
+from screenshot_machines import PEER_NAME, start_peer, take_machines
 from screenshot_offline import take_offline
 from screenshot_pages_perf import take_bench, take_monitor
 from screenshot_secrets import mask_secrets, restore, shown_secrets
@@ -155,6 +156,7 @@ async def take(
     releases: ReleaseServer,
     hub: HubStandin,
     only: frozenset[str],
+    peer_root: Path | None,
 ) -> list[Path]:
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
@@ -230,6 +232,8 @@ async def take(
         await take_quick_chat(ui, served[1], grab)
         await take_monitor(ui, served[1], grab)
         await take_bench(ui, served[1], grab)
+        if peer_root is not None:
+            await take_machines(ui, peer_root, model, grab)
     await take_attach_dialog(ui, page, grab)
     await take_ollama(ui, grab)
     await take_models(ui, hub, grab)
@@ -273,6 +277,7 @@ def main() -> int:
     trayer = start_trayer(display)
     burner: subprocess.Popen[bytes] | None = None
     daemon: subprocess.Popen[bytes] | None = None
+    peer: subprocess.Popen[bytes] | None = None
     ollama: OllamaStandin | None = None
     releases: ReleaseServer | None = None
     hub: HubStandin | None = None
@@ -298,6 +303,9 @@ def main() -> int:
                 **hub_environment,
             }
             daemon = start_daemon(root, llama_server, env)
+            if llama_server is not None and model is not None:
+                # A second machine for the Machines page: another daemon on loopback.
+                peer = start_peer(Path(tmp), model, env, start_daemon, llama_server)
             # History for the charts: quiet, a burst of load, quiet again.
             time.sleep(HISTORY_S / 3)
             burner = burn_cpu(HISTORY_S / 3)
@@ -311,14 +319,17 @@ def main() -> int:
             asyncio.set_event_loop(loop)
             restore_hooks = install_asyncgen_hooks(loop)
             try:
-                saved = loop.run_until_complete(take(root, daemon, model, releases, hub, only))
+                peer_root = Path(tmp) / PEER_NAME if peer is not None else None
+                saved = loop.run_until_complete(
+                    take(root, daemon, model, releases, hub, only, peer_root)
+                )
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:
                 restore_hooks()
                 asyncio.set_event_loop(None)
                 loop.close()
     finally:
-        for process in (burner, daemon, trayer, xvfb):
+        for process in (burner, peer, daemon, trayer, xvfb):
             if process is not None and process.poll() is None:
                 process.terminate()
                 process.wait(15)
