@@ -10,20 +10,17 @@ words in its status, never raised: the daemon itself keeps serving.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 
 from roundhouse.api.gateway import GatewayListener
 from roundhouse.core.gateway.key import GatewayKeyStore
-from roundhouse.core.infra.ports import PortInUseError, bind_listener
 from roundhouse.server.http_limits import listener_config
+from roundhouse.server.listener_run import ListenerRun
 from roundhouse.server.problems import install_problem_handlers
 from roundhouse.server.request_guard import RequestGuard, origins_for
 from roundhouse.server.routes.gateway import GATEWAY_PREFIX, install_gateway
@@ -68,15 +65,6 @@ def create_gateway_app(services: DaemonServices, allowed_hosts: frozenset[str]) 
     return app
 
 
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signals alone: the daemon's own server handles them and
-    stops this one (two servers capturing signals would leave one running after Ctrl+C)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @dataclass(frozen=True)
 class _Plan:
     host: str
@@ -106,9 +94,10 @@ class SecondListener:
         # Makes the gateway's app over the daemon's services, for the hosts it answers to.
         self._make_app = app
         self._plan: _Plan | None = None
-        self._server: _QuietServer | None = None
-        self._task: asyncio.Task[None] | None = None
+        # Why it does not listen before it binds (no key, the port's occupant); the run
+        # says what binding and serving did.
         self._error: str | None = None
+        self._run = ListenerRun("Gateway listener", self.port_setting)
         self._lock = asyncio.Lock()
 
     def status(self) -> GatewayListener | None:
@@ -118,7 +107,7 @@ class SecondListener:
         return GatewayListener(
             url=self._url(self._plan.host, self._plan.port),
             needs_key=self._key.is_set,
-            error=self._error,
+            error=self._error or self._run.error,
         )
 
     def _url(self, host: str, port: int) -> str:
@@ -144,9 +133,9 @@ class SecondListener:
             plan = self._wanted()
             keyless = plan is not None and not is_loopback(plan.host)
             keyless = keyless and not self._key.is_set
-            if plan == self._plan and self._running() and not keyless:
+            if plan == self._plan and self._run.running() and not keyless:
                 return
-            await self._stop()
+            await self._run.stop()
             self._plan, self._error = plan, None
             if plan is None:
                 return
@@ -162,58 +151,17 @@ class SecondListener:
                 return
             self._start(plan)
 
-    def _running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
     def _start(self, plan: _Plan) -> None:
-        try:
-            sock = bind_listener(plan.host, plan.port)
-        except PortInUseError as exc:
-            self._error = f"Not listening: {exc.strerror}"
-            if exc.owner is not None and exc.owner.pid == os.getpid():
-                self._error = (
-                    f"Not listening: port {plan.port} on {plan.host} is the daemon's own. "
-                    f"Choose another {self.port_setting}."
-                )
-            else:
-                self._error += f" Choose another {self.port_setting}, or stop that program."
-        except OSError as exc:
-            self._error = (
-                f"Not listening: cannot bind {plan.host}:{plan.port} ({exc.strerror or exc}). "
-                "Check that the address belongs to this machine."
-            )
-        if self._error is not None:
-            log.warning("Gateway listener not started: %s", self._error)
-            return
-        app = self._app(plan)
-        self._server = server = _QuietServer(listener_config(app, plan.host))
-        self._task = asyncio.create_task(server.serve(sockets=[sock]), name="gateway-listener")
-        self._task.add_done_callback(self._on_done)
-        bound_host, bound_port = sock.getsockname()[:2]
-        log.info("Gateway also serving %s", self._url(bound_host, bound_port))
-
-    def _on_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            self._error = f"Stopped by an error: {type(exc).__name__}: {exc}"
-            log.error("Gateway listener failed", exc_info=exc)
-
-    async def _stop(self) -> None:
-        server, task = self._server, self._task
-        self._server = self._task = None
-        if server is None or task is None:
-            return
-        server.should_exit = True
-        # uvicorn closes the socket and waits for open requests (5 s at most).
-        with contextlib.suppress(Exception):
-            await task
+        if self._run.start(
+            plan.host, plan.port, lambda: listener_config(self._app(plan), plan.host)
+        ):
+            assert self._run.bound is not None
+            log.info("Gateway also serving %s", self._url(*self._run.bound))
 
     async def close(self) -> None:
         """Stop listening, with the daemon."""
         async with self._lock:
-            await self._stop()
+            await self._run.stop()
 
 
 OLLAMA_HOST = "127.0.0.1"

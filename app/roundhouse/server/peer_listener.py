@@ -13,20 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from roundhouse.api.peers import PeerListenerStatus
 from roundhouse.core.errors import RoundhouseError
-from roundhouse.core.infra.ports import PortInUseError, bind_listener
 from roundhouse.core.peers.client import PEER_PREFIX
 from roundhouse.core.peers.discovery import Advertiser, service_info
-from roundhouse.server.gateway_listener import _QuietServer
 from roundhouse.server.http_limits import listener_config
+from roundhouse.server.listener_run import ListenerRun
 from roundhouse.server.peer_service import PeerService, reachable_addresses
 from roundhouse.server.problems import install_problem_handlers, problem_response
 from roundhouse.server.request_guard import RequestGuard
@@ -183,10 +182,9 @@ class PeerListener:
         self._peers = peers
         self._make_app = app
         self._plan: _Plan | None = None
-        self._server: _QuietServer | None = None
-        self._task: asyncio.Task[None] | None = None
+        # Why it does not listen before it binds (no identity); the run says the rest.
         self._error: str | None = None
-        self._bound: tuple[str, int] | None = None
+        self._run = ListenerRun("Peer listener", "peers.port")
         self._lock = asyncio.Lock()
         self._advertiser = Advertiser()
         self._discovery: str | None = None
@@ -196,11 +194,11 @@ class PeerListener:
         fingerprint = self._peers.fingerprint
         if self._plan is None:
             return PeerListenerStatus(fingerprint=fingerprint)
-        host, port = self._bound or (self._plan.host, self._plan.port)
+        host, port = self._run.bound or (self._plan.host, self._plan.port)
         return PeerListenerStatus(
             url=_url(host, port),
             fingerprint=fingerprint,
-            error=self._error,
+            error=self._error or self._run.error,
             discovery=self._discovery,
         )
 
@@ -220,13 +218,13 @@ class PeerListener:
         """Listen as the settings say now: unchanged, moved, started or stopped."""
         async with self._lock:
             plan = self._wanted()
-            if plan == self._plan and self._running():
+            if plan == self._plan and self._run.running():
                 return
             await self._stop()
-            self._plan, self._error, self._bound = plan, None, None
+            self._plan, self._error = plan, None
             if plan is not None:
                 self._start(plan)
-            if plan is not None and plan.discovery and self._running():
+            if plan is not None and plan.discovery and self._run.running():
                 await self._advertise(plan)
 
     async def _advertise(self, plan: _Plan) -> None:
@@ -238,10 +236,10 @@ class PeerListener:
                 "reaches. Set peers.listen_host to a LAN address or 0.0.0.0."
             )
             return
-        assert self._bound is not None
+        assert self._run.bound is not None
         info = service_info(
             self._peers.name,
-            self._bound[1],
+            self._run.bound[1],
             self._peers.fingerprint,
             self._peers.version,
             addresses,
@@ -255,69 +253,36 @@ class PeerListener:
             return
         self._discovery = "advertised"
 
-    def _running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
     def _start(self, plan: _Plan) -> None:
         if self._peers.unavailable is not None:
             self._error = f"Not listening: {self._peers.unavailable}"
             log.warning("Peer listener not started: %s", self._error)
             return
-        try:
-            sock = bind_listener(plan.host, plan.port)
-        except PortInUseError as exc:
-            self._error = f"Not listening: {exc.strerror}"
-            if exc.owner is not None and exc.owner.pid == os.getpid():
-                self._error = (
-                    f"Not listening: port {plan.port} on {plan.host} is the daemon's own. "
-                    "Choose another peers.port."
-                )
-            else:
-                self._error += " Choose another peers.port, or stop that program."
-        except OSError as exc:
-            self._error = (
-                f"Not listening: cannot bind {plan.host}:{plan.port} ({exc.strerror or exc}). "
-                "Check that the address belongs to this machine."
-            )
-        if self._error is not None:
-            log.warning("Peer listener not started: %s", self._error)
-            return
         identity = self._peers.identity
-        app = self._make_app(machine_hosts(plan.host, plan.allowed_hosts))
-        config = listener_config(
-            app,
-            plan.host,
-            ssl_certfile=str(identity.cert_path),
-            ssl_keyfile=str(identity.key_path),
-        )
-        # Paired machines hold the change feed open for as long as they run: waiting for it
-        # to end would hold a move of this listener (a settings change) for the full grace.
-        config.timeout_graceful_shutdown = _GRACE_S
-        self._server = server = _QuietServer(config)
-        self._task = asyncio.create_task(server.serve(sockets=[sock]), name="peer-listener")
-        self._task.add_done_callback(self._on_done)
-        self._bound = sock.getsockname()[:2]
-        log.info("Peer listener on %s", _url(*self._bound))
 
-    def _on_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            self._error = f"Stopped by an error: {type(exc).__name__}: {exc}"
-            log.error("Peer listener failed", exc_info=exc)
+        def config() -> uvicorn.Config:
+            app = self._make_app(machine_hosts(plan.host, plan.allowed_hosts))
+            made = listener_config(
+                app,
+                plan.host,
+                ssl_certfile=str(identity.cert_path),
+                ssl_keyfile=str(identity.key_path),
+            )
+            # Paired machines hold the change feed open for as long as they run: waiting for
+            # it to end would hold a move of this listener (a settings change) for the full
+            # grace.
+            made.timeout_graceful_shutdown = _GRACE_S
+            return made
+
+        if self._run.start(plan.host, plan.port, config):
+            assert self._run.bound is not None
+            log.info("Peer listener on %s", _url(*self._run.bound))
 
     async def _stop(self) -> None:
         self._discovery = None
         with contextlib.suppress(Exception):
             await self._advertiser.stop()
-        server, task = self._server, self._task
-        self._server = self._task = None
-        if server is None or task is None:
-            return
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            await task
+        await self._run.stop()
 
     async def close(self) -> None:
         """Stop listening, with the daemon."""
