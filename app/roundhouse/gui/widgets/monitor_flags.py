@@ -162,7 +162,8 @@ class MonitorFlags(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        # The instance's name takes the room left: the figures stay next to it.
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column, tip in enumerate(HEADER_TIPS):
             heading = self.table.horizontalHeaderItem(column)
             if heading is not None:
