@@ -304,7 +304,10 @@ def test_beyond_loopback_without_a_key_nothing_listens(secured: Secured) -> None
     finally:
         with secured.control() as client:
             reply = client.post("/api/v1/gateway/key", json={"key": secured.key})
-        assert reply.status_code == 200 and reply.json() == {"key": secured.key}
+        assert reply.status_code == 200 and reply.json() == {
+            "key": secured.key,
+            "kept_in": "the system keyring",
+        }
     log = (secured.daemon.home.log_dir / "daemon.log").read_text(encoding="utf-8")
     assert NO_KEY_HINT in log
 
@@ -334,7 +337,7 @@ def test_the_key_is_kept_in_the_keyring_only_and_loaded_at_start(tmp_path: Path)
         reply = httpx.post(
             first.url + "/api/v1/gateway/key", json={"key": key}, headers=headers, trust_env=False
         )
-        assert reply.json() == {"key": key}
+        assert reply.json() == {"key": key, "kept_in": "the system keyring"}
     finally:
         assert first.stop(timeout=30) == 0
     assert key in (tmp_path / "keyring.json").read_text(encoding="utf-8")
