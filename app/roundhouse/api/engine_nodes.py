@@ -89,7 +89,13 @@ class VllmAcrossRequest(_Frozen):
     peers: list[str] = Field(
         min_length=1, max_length=63, description="paired machines by id or name, in rank order"
     )
+    executor: VllmExecutor = Field(
+        default=VllmExecutor.MP,
+        description="mp: Roundhouse starts vLLM on every machine; ray: the user's Ray cluster "
+        "runs the workers and vLLM starts on this machine only",
+    )
     master_port: int = Field(default=29501, description="torch.distributed's rendezvous")
+    ray_port: int = Field(default=6379, description="the Ray head's port (its GCS), with ray")
     port: int | None = Field(
         default=None, ge=1, le=65535, description="the head's API port; none: a free one"
     )

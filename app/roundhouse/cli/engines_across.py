@@ -119,7 +119,15 @@ def _nodes(opts: dict[str, Any]) -> list[NodeGiven]:
     type=click.Choice(["mp", "ray"]),
     default="mp",
     show_default=True,
-    help="vLLM's own launcher, or a Ray cluster you run already.",
+    help="vLLM's own launcher (Roundhouse starts vLLM on every machine), or a Ray cluster "
+    "you run already (vLLM starts here only; Ray runs the workers).",
+)
+@click.option(
+    "--ray-port",
+    type=click.IntRange(1, 65535),
+    default=6379,
+    show_default=True,
+    help="With --executor ray: the port of the Ray head (`ray start --head --port`).",
 )
 @click.option(
     "--master-port",
@@ -190,6 +198,7 @@ def across(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             nodes=_nodes(opts),
             executor=VllmExecutor(opts["executor"]),
             master_port=opts["master_port"],
+            ray_port=opts["ray_port"],
             port=opts["port"],
         )
     except ValidationError as exc:
@@ -208,21 +217,23 @@ def across(ctx: click.Context, /, engine: str, **opts: Any) -> None:
 
 def _across_peers(ctx: click.Context, options: Any, opts: dict[str, Any]) -> None:
     """Plan or start the model here (the head) and on the paired machines."""
-    from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest
+    from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest, VllmExecutor
     from roundhouse.api.instances import InstanceStatus
     from roundhouse.cli.engines_start import _wait_ready
     from roundhouse.cli.output import console, err_console, fail, print_json
 
-    if opts["executor"] != "mp" or opts["hardware"] or opts["without_model"] or opts["interface"]:
+    if opts["hardware"] or opts["without_model"] or opts["interface"]:
         fail(
             "With --peers, each machine's hardware, vLLM and models come from the machine "
-            "itself, and vLLM's own launcher runs the nodes: leave out --executor, "
-            "--hardware, --without-model and --interface."
+            "itself: leave out --hardware, --without-model and --interface."
         )
     peers = [p.strip() for p in opts["peers"].split(",") if p.strip()]
+    executor = VllmExecutor(opts["executor"])
     request = VllmAcrossRequest(
         options=options,
         peers=peers,
+        executor=executor,
+        ray_port=opts["ray_port"],
         master_port=opts["master_port"],
         port=opts["port"],
         plan_only=opts["plan"],
@@ -259,6 +270,15 @@ def _across_peers(ctx: click.Context, options: Any, opts: dict[str, Any]) -> Non
     console.print(
         f"Instance [bold]{info.id}[/] ({info.status.value}): {info.name}", highlight=False
     )
+    if executor is VllmExecutor.RAY:
+        console.print(
+            "It is served through this machine's gateway; `roundhouse engines stop "
+            f"{info.id}` stops vLLM here. Your Ray cluster runs its workers on the other "
+            "machines and keeps running: Roundhouse does not start or stop Ray (`ray stop` "
+            "on each machine ends it).",
+            highlight=False,
+        )
+        return
     console.print(
         "It is served through this machine's gateway; stop every node with "
         f"`roundhouse engines stop {info.id}`.",

@@ -14,14 +14,19 @@ from roundhouse.api.engine_nodes import (
     PeerNodeStart,
     VllmAcrossAnswer,
     VllmAcrossRequest,
+    VllmExecutor,
 )
 from roundhouse.api.engines import DetectedEngine, EngineId, LaunchParams
+from roundhouse.core.engines.host import LocalEngineHost
+from roundhouse.core.engines.ray_cluster import check_cluster
 from roundhouse.core.engines.vllm_nodes import (
+    MultiNodePlan,
     NodeInput,
     Ports,
     accelerators,
     node_launch,
     plan_nodes,
+    ray_address,
 )
 from roundhouse.core.errors import ConflictError, InvalidInputError, RoundhouseError
 from roundhouse.core.infra.ports import free_port
@@ -252,17 +257,32 @@ async def start_across(services: DaemonServices, request: VllmAcrossRequest) -> 
     instance_id, key = services.instances.group_id()
     port = request.port or free_port("127.0.0.1")
     params = LaunchParams(**request.options.model_dump(), port=port)
-    plan = plan_nodes(
-        spec, nodes, params, ports=Ports(master_port=request.master_port), api_key=key
-    )
+    ports = Ports(master_port=request.master_port, ray_port=request.ray_port)
+    plan = plan_nodes(spec, nodes, params, executor=request.executor, ports=ports, api_key=key)
     answer = as_answer(plan)
     if request.plan_only:
         return VllmAcrossAnswer(plan=answer)
+    machines = ", ".join(node.name for node in plan.nodes)
+    if request.executor is VllmExecutor.RAY:
+        await _ray_cluster_answers(plan, here, ports)
+        # Ray runs the workers on the other machines: only the head runs here, and nothing
+        # is started or stopped on the paired machines (their `ray start` is the user's).
+        starter = group_starter(plan, request.options, instance_id, {})
+        workers = ", ".join(node.name for node in plan.followers)
+        info = await services.instances.start_group(
+            instance_id,
+            plan,
+            request.options,
+            starter,
+            name=f"vLLM across {machines}",
+            note=f"{plan.notes[0]}; vLLM runs on {name}, which serves the API; the Ray "
+            f"cluster runs its workers on {workers} (Roundhouse does not start or stop Ray)",
+        )
+        return VllmAcrossAnswer(plan=answer, instance=info)
     clients: dict[int, Callable[[], PeerClient]] = {
         rank: _client_of(services, peer) for rank, peer in enumerate(peers, start=1)
     }
     starter = group_starter(plan, request.options, instance_id, clients)
-    machines = ", ".join(node.name for node in plan.nodes)
     info = await services.instances.start_group(
         instance_id,
         plan,
@@ -272,6 +292,23 @@ async def start_across(services: DaemonServices, request: VllmAcrossRequest) -> 
         note=f"{plan.notes[0]}; nodes: {machines} (the head, {name}, serves the API)",
     )
     return VllmAcrossAnswer(plan=answer, instance=info)
+
+
+async def _ray_cluster_answers(plan: MultiNodePlan, here: DetectedEngine, ports: Ports) -> None:
+    """Refuse, with the `ray start` line of each machine, unless the Ray cluster vLLM will
+    join (RAY_ADDRESS, the head's GCS port) answers with every machine and enough GPUs."""
+    starts = [
+        f"on {node.name}: {' '.join(node.ray_command)}" for node in plan.nodes if node.ray_command
+    ]
+    await asyncio.to_thread(
+        check_cluster,
+        LocalEngineHost(),
+        here,
+        ray_address(plan.master_addr, ports.ray_port),
+        machines=len(plan.nodes),
+        gpus_needed=plan.tensor_parallel * plan.pipeline_parallel,
+        start_lines=starts,
+    )
 
 
 def _client_of(services: DaemonServices, peer: Peer) -> Callable[[], PeerClient]:

@@ -14,8 +14,8 @@ scripted (see shapes.py). Stand-in-only flags: --load-seconds, --token-delay,
 --record-requests FILE (each request body, and the argv first, as JSON lines), --die-after
 (vLLM), --wedge-after/--wedge-timeout (SGLang), --metric-names (vLLM), --join-timeout (vLLM
 across nodes). `vllm --version` prints the version the stand-in plays. vLLM's
---nnodes/--node-rank/--master-addr/--master-port/--headless are checked and played: see
-nodes.py.
+--nnodes/--node-rank/--master-addr/--master-port/--headless are checked and played, and so
+is --distributed-executor-backend ray against the Ray stand-in at RAY_ADDRESS: see nodes.py.
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
-from tests.fakes.openai_engines.nodes import Head, NodeArgs, add_node_flags, follow, node_args
+from tests.fakes.openai_engines.nodes import (
+    Head,
+    NodeArgs,
+    RayDriver,
+    add_node_flags,
+    follow,
+    node_args,
+)
 from tests.fakes.openai_engines.server import VLLM_VERSION, Settings, make_server
 
 VLLM_IGNORED_VALUES = (
@@ -287,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         if not head.gather():
             head.close()
             return 0 if stopping.is_set() else 1
+    ray: RayDriver | None = None
+    if nodes is not None and nodes.backend == "ray":
+        ray = RayDriver.attach(nodes.world_size, stopping)
+        if ray is None:
+            return 1
     if vllm:  # vLLM's HTTP server listens only once the model is loaded
         if stopping.wait(settings.load_s):
             return 0
@@ -311,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
             log("ERROR:    EngineDeadError: EngineCore encountered an issue (--die-after)")
 
     threading.Thread(target=announce, daemon=True).start()
-    if head is not None:
-        lost = head.lost
+    workers = head or ray
+    if workers is not None:
+        lost = workers.lost
 
         def end_with_a_node() -> None:
             # vLLM's engine dies with any node's workers, and its API server with it.
@@ -325,9 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         server.serve_forever(poll_interval=0.05)
     finally:
         server.server_close()
-        if head is not None:
-            head.close()
-    return 1 if head is not None and head.lost.is_set() and not stopping.is_set() else 0
+        if workers is not None:
+            workers.close()
+    return 1 if workers is not None and workers.lost.is_set() and not stopping.is_set() else 0
 
 
 if __name__ == "__main__":

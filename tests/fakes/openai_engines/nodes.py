@@ -6,16 +6,21 @@ Followers (--headless, ranks 1..n-1) connect there, retrying until --join-timeou
 their rank and serve no HTTP. A follower whose head goes away ends with an error; a head
 that loses a follower ends with an error too (vLLM's engine dies with a worker), so one
 node's death ends the whole instance unless the supervisor is faster.
+
+With --distributed-executor-backend ray, one process (the head) joins the Ray cluster at
+RAY_ADDRESS (the Ray stand-in, tests/fakes/ray) and holds -tp x -pp of its GPUs: no cluster
+there, or too few GPUs, ends it with vLLM's and Ray's errors; the cluster's end ends it too.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 DEFAULT_MASTER_PORT = 29501  # vllm/config/parallel.py
 
@@ -29,6 +34,7 @@ class NodeArgs:
     headless: bool
     backend: str | None
     join_timeout_s: float
+    world_size: int = 1
 
     @property
     def multi(self) -> bool:
@@ -80,7 +86,7 @@ def node_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Node
         parser.error(
             f"world size {tp * pp} (-tp {tp} x -pp {pp}) does not divide over {nodes.nnodes} nodes"
         )
-    return nodes
+    return replace(nodes, world_size=tp * pp)
 
 
 def log(line: str) -> None:
@@ -186,3 +192,55 @@ def follow(nodes: NodeArgs, stopping: threading.Event) -> int:
         return 0
     log("ERROR:    the head node went away; this node's workers stop")
     return 1
+
+
+class RayDriver:
+    """--distributed-executor-backend ray: vLLM's placement group on the Ray cluster at
+    RAY_ADDRESS (the Ray stand-in's GCS), held while it serves; the cluster's end is the
+    engine's (its workers die with it)."""
+
+    def __init__(self, conn: socket.socket, stopping: threading.Event) -> None:
+        self.conn = conn
+        self.stopping = stopping
+        self.lost = threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    @classmethod
+    def attach(cls, gpus: int, stopping: threading.Event) -> RayDriver | None:
+        """The placement group of `gpus` GPUs, or None (logged as vLLM and Ray say it)."""
+        address = os.environ.get("RAY_ADDRESS")
+        if not address:
+            # Real vLLM would start a one-node Ray of its own here: the stand-in will not.
+            log("ERROR:    RAY_ADDRESS is not set: the stand-in joins a Ray cluster only")
+            return None
+        host, _, port = address.rpartition(":")
+        try:
+            conn = socket.create_connection((host.strip("[]"), int(port)), timeout=5.0)
+            conn.sendall(f"DRIVER {gpus}\n".encode())
+            answer = conn.makefile("r").readline().split()
+        except (OSError, ValueError) as exc:
+            log(f"ERROR:    ConnectionError: Could not find any running Ray instance at "
+                f"{address} ({exc})")  # fmt: skip
+            return None
+        if answer != ["OK"]:
+            conn.close()
+            log(
+                "ERROR:    ValueError: The number of required GPUs exceeds the total number of "
+                f"available GPUs in the placement group ({gpus} asked; {' '.join(answer)})"
+            )
+            return None
+        log(f"INFO:     connected to the Ray cluster at {address}; placement group of {gpus} GPUs")
+        conn.settimeout(None)
+        return cls(conn, stopping)
+
+    def _watch(self) -> None:
+        try:
+            gone = self.conn.recv(1) == b""
+        except OSError:
+            gone = True
+        if gone and not self.stopping.is_set():
+            log("ERROR:    EngineDeadError: the Ray cluster went away (RayActorError)")
+            self.lost.set()
+
+    def close(self) -> None:
+        self.conn.close()

@@ -363,16 +363,25 @@ def node_launch(
         # Ray: the cluster is the user's; vLLM starts once, on the head, and Ray places
         # the workers. nnodes > 1 is refused by vLLM with Ray (it is the mp launcher's).
         argv += ["--distributed-executor-backend", "ray"]
+        # ray.init() with no address joins the newest cluster this machine started, or
+        # starts a one-node cluster of its own: the address makes it the planned cluster.
+        env["RAY_ADDRESS"] = ray_address(master_addr, ports.ray_port)
         ray_command = (
             ("ray", "start", "--head", f"--port={ports.ray_port}",
              f"--node-ip-address={node.address}")
             if role is Role.HEAD
-            else ("ray", "start", f"--address={master_addr}:{ports.ray_port}",
+            else ("ray", "start", f"--address={ray_address(master_addr, ports.ray_port)}",
                   f"--node-ip-address={node.address}")
         )  # fmt: skip
     if executor is Executor.RAY and role is Role.FOLLOWER:
         return None, ray_command
     return one.model_copy(update={"argv": tuple(argv), "env": env}), ray_command
+
+
+def ray_address(head_address: str, ray_port: int) -> str:
+    """The Ray head's GCS address, as `ray start --address` and RAY_ADDRESS take it."""
+    host = f"[{head_address}]" if ":" in head_address else head_address
+    return f"{host}:{ray_port}"
 
 
 def describe(plan: MultiNodePlan) -> list[str]:
