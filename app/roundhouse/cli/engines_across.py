@@ -156,7 +156,9 @@ def across(ctx: click.Context, /, engine: str, **opts: Any) -> None:
     With --peers, this machine is the head and the paired machines run the other nodes: the
     whole is one instance (`roundhouse engines ps`, stopped with `roundhouse engines stop`).
     Checks that every machine has the same GPUs, a CUDA or ROCm GPU, vLLM and the model,
-    and says which machine and why not otherwise.
+    and says which machine and why not otherwise. With --executor ray, vLLM runs here only
+    and the Ray cluster you run (checked first) runs its workers; Roundhouse does not start
+    or stop Ray.
     """
     from pydantic import ValidationError
 
