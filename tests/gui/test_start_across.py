@@ -127,3 +127,48 @@ def test_started_across_from_the_engines_page_it_is_one_row_and_stops_every_node
 
 def _infos(section: Any) -> list[Any]:
     return [section.model.instance(i) for i in range(section.model.rowCount())]
+
+
+def test_across_with_ray_is_sent_and_refused_in_words_without_a_cluster(
+    ui: Ui, qloop: qasync.QEventLoop, home_root: Path, tmp_path: Path
+) -> None:
+    """ "Use the Ray cluster I run" starts with Ray (the Ray stand-in beside vLLM finds no
+    cluster), so the refusal, with each machine's `ray start` line, stays in view and nothing
+    runs; the start with a cluster is tests/integration/test_vllm_ray_peers.py."""
+    vllm = console_script(tmp_path / "bin", "vllm", "tests.fakes.openai_engines", "vllm")
+    console_script(tmp_path / "bin", "ray", "tests.fakes.ray", None)
+    env = {"PATH": f"{vllm.parent}:/usr/bin:/bin"}
+
+    def machine(root: Path, name: str) -> Any:
+        _, argv, models = recorded_machine(tmp_path, name, h100_box(2), (MODEL,))
+        argv[argv.index(str(tmp_path / name))] = str(root)
+        return peer_daemon(root, name, env=env, argv=argv, models_dir=str(models))
+
+    with machine(home_root, "head") as head, machine(tmp_path / "twin", "twin") as twin:
+        pair(head, twin)
+
+        async def scenario() -> None:
+            page = ui.window.show_page("Engines")
+            assert isinstance(page, EnginesPage)
+            ui.bridge.start()
+            await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+            await wait_until(lambda: bool(page.cards), 20, "the engines")
+            dialog = page.open_start_dialog(EngineId.VLLM)
+            assert dialog.ray_check.isVisible() and not dialog.ray_check.isEnabled()
+            dialog.model_edit.setText(MODEL)
+            dialog.across_edit.setText("twin")
+            assert dialog.ray_check.isEnabled()
+            dialog.ray_check.setChecked(True)
+            dialog.start_button.click()
+            await wait_until(lambda: bool(dialog.error_text()), 60, "the refusal")
+            said = " ".join(dialog.error_text().split())
+            assert "No Ray cluster answers at" in said, said
+            assert "on twin: ray start --address=" in said, said
+            assert dialog.isVisible()
+            assert [p for p in psutil.process_iter(["cmdline"])
+                    if MODEL in (p.info["cmdline"] or [])] == []  # fmt: skip
+
+        try:
+            qloop.run_until_complete(scenario())
+        finally:
+            qloop.run_until_complete(ui.bridge.aclose())

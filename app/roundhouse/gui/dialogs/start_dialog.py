@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest
+from roundhouse.api.engine_nodes import VllmAcrossAnswer, VllmAcrossRequest, VllmExecutor
 from roundhouse.api.engines import EngineId, EngineSpec, InstanceOptions
 from roundhouse.api.instances import InstanceInfo, StartRequest
 from roundhouse.gui.call import Call, Failure
@@ -103,6 +103,16 @@ class StartDialog(QDialog):
         )
         self.across_edit.textChanged.connect(self._on_model_edit_changed)
         top.addRow("Across paired machines:", self.across_edit)
+        # With machines named: vLLM here only, the workers placed by the user's Ray cluster.
+        self.ray_check = QCheckBox("Use the Ray cluster I run on these machines")
+        self.ray_check.setToolTip(
+            "vLLM starts on this machine only and your Ray cluster runs its workers on the "
+            "paired machines. Roundhouse checks that the cluster answers first, and does not "
+            "start or stop Ray."
+        )
+        self.ray_check.setEnabled(False)
+        self.across_edit.textChanged.connect(self._on_across_changed)
+        top.addRow("", self.ray_check)
         self._top = top
 
         # -- parameters, reachable as before: tests and the screenshot steps fill them --
@@ -223,6 +233,13 @@ class StartDialog(QDialog):
             return []
         return [name.strip() for name in self.across_edit.text().split(",") if name.strip()]
 
+    def _on_across_changed(self, text: str) -> None:
+        self.ray_check.setEnabled(bool(text.strip()))
+
+    def executor(self) -> VllmExecutor:
+        """How vLLM reaches the paired machines: its own launcher, or the user's Ray."""
+        return VllmExecutor.RAY if self.ray_check.isChecked() else VllmExecutor.MP
+
     def set_options(self, options: InstanceOptions) -> None:
         """Fill the form from saved options (a preset); the model field is left as it is."""
         self.params.set_options(options)
@@ -283,7 +300,10 @@ class StartDialog(QDialog):
         peers = self.across()
         if peers:
             across = VllmAcrossRequest(
-                options=self.options(), peers=peers, port=spin_value(self.port)
+                options=self.options(),
+                peers=peers,
+                executor=self.executor(),
+                port=spin_value(self.port),
             )
             self._call = call = self._bridge.start_vllm_across(across)
             self._ops.run(call, self._on_across_accepted, on_failure=self._on_start_failed)
@@ -373,6 +393,7 @@ class StartDialog(QDialog):
         self.model_edit.setPlaceholderText(hint[:1].upper() + hint[1:])
         self.browse_button.setVisible(engine != EngineId.OLLAMA)
         self._top.setRowVisible(self.across_edit, engine == EngineId.VLLM)
+        self._top.setRowVisible(self.ray_check, engine == EngineId.VLLM)
         self.browse_button.setToolTip(
             "Choose a .gguf file" if engine == EngineId.LLAMA_CPP else "Choose a model folder"
         )
