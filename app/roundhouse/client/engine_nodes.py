@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import httpx
 from pydantic import BaseModel
 
 from roundhouse.api.engine_nodes import (
@@ -15,6 +16,9 @@ from roundhouse.api.engine_nodes import (
 
 M = TypeVar("M", bound=BaseModel)
 _JSON = {"Content-Type": "application/json"}
+# The daemon asks every paired machine before it answers, and with Ray runs `ray status`,
+# which waits out Ray's own connect timeout when no cluster answers.
+ACROSS_TIMEOUT = httpx.Timeout(10.0, connect=2.0, read=90.0)
 
 
 class EngineNodesMixin:
@@ -36,5 +40,10 @@ class EngineNodesMixin:
         plan_only, the plan alone."""
         body = request.model_dump_json()
         return await self._request(
-            "POST", "/engines/vllm/across", VllmAcrossAnswer, content=body, headers=_JSON
+            "POST",
+            "/engines/vllm/across",
+            VllmAcrossAnswer,
+            content=body,
+            headers=_JSON,
+            timeout=ACROSS_TIMEOUT,
         )

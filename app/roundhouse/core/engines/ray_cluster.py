@@ -12,8 +12,9 @@ from roundhouse.core.engines.common import refuse
 from roundhouse.core.engines.host import EngineHost
 
 # `ray status` connects to the GCS, asks the autoscaler's report and prints it: a few
-# seconds on a live cluster; an address nobody answers fails after Ray's own timeout.
-STATUS_TIMEOUT_S = 60.0
+# seconds on a live cluster; an address nobody answers fails after Ray's own connect
+# timeout. Bounded well inside the client's wait for the start's answer (ACROSS_TIMEOUT).
+STATUS_TIMEOUT_S = 45.0
 # The node groups of the report's "Node status" section (Healthy: Ray before 2.5; Idle:
 # nodes with nothing placed on them yet), each line " COUNT NODE-TYPE".
 _NODE_SECTIONS = ("Active:", "Healthy:", "Idle:")
