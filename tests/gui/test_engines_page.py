@@ -8,7 +8,7 @@ from pathlib import Path
 import qasync
 from PySide6.QtWidgets import QApplication
 
-from roundhouse.api.engines import EngineId
+from roundhouse.api.engines import EngineId, LaunchStyle
 from roundhouse.base.paths import resolve_home
 from roundhouse.core.engines.catalog import load_catalog
 from roundhouse.gui.app import Ui, build_ui
@@ -18,7 +18,8 @@ from tests.daemon_process import DaemonProcess
 from tests.engines.llama_server import find_llama_server
 from tests.gui.conftest import wait_until
 
-RUNNABLE = [s.id for s in load_catalog().engines if s.id != EngineId.OPENAI_COMPATIBLE]
+# Attach-only families (an OpenAI-compatible server, exo) have no card: nothing to install.
+RUNNABLE = [s.id for s in load_catalog().engines if s.launch != LaunchStyle.ATTACH]
 
 
 def _engines_page(ui: Ui) -> EnginesPage:
