@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +39,12 @@ def served(
     root = tmp_path_factory.mktemp("gateway-ollama") / "home"
     # The context budget applies where the engine stops at its context.
     chat = llama_cpp(tiny_gguf, ctx_size=512, parallel=2, extra_args=("--no-context-shift",))
+    # A file of its own: one named like the chat's would serve `tiny` too, and a request
+    # too long for the chat's context would go there (the gateway's failover).
+    embed_file = root.parent / "tiny-embed.gguf"
+    shutil.copy(tiny_gguf, embed_file)
     embed = llama_cpp(
-        tiny_gguf,
+        embed_file,
         ctx_size=512,
         served_name="tiny-embed",
         # The tiny model declares no pooling; OpenAI-style embeddings need one.
