@@ -32,16 +32,13 @@ from roundhouse.core.instances.rpc_workers import RpcWorkers, accepts, no_rpc_se
 from roundhouse.core.supervise import EngineProcess, ExitOutcome, RunningEngine, start_engine
 from roundhouse.core.supervise.process import REAP_TIMEOUT_S
 from roundhouse.core.supervise.readiness import ProgressCallback
+from roundhouse.core.supervise.recorded import recorded_process
 from roundhouse.core.supervise.supervisor import DEFAULT_READY_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
 OnLeftover = Literal["adopt", "reap"]
 
-# Linux derives a process's create time from the boot time, which the kernel recomputes
-# from the wall clock: a clock step moves it a little. The argv is compared as well, so a
-# reused pid must also match to within this and run the same command to pass as ours.
-CREATE_TIME_TOLERANCE_S = 1.0
 HEALTH_TIMEOUT_S = 5.0
 
 
@@ -401,26 +398,9 @@ def new_instance_id() -> str:
 
 
 def find_process(record: InstanceRecord) -> psutil.Process | None:
-    """The record's process if it still runs as the one we started, else None."""
-    if record.create_time is None:
-        return None
-    try:
-        process = psutil.Process(record.pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return None
-        if abs(process.create_time() - record.create_time) > CREATE_TIME_TOLERANCE_S:
-            return None
-        try:
-            cmdline = process.cmdline()
-        except psutil.AccessDenied:
-            # Some systems hide other users' command lines: the create time must do.
-            return process
-        return process if tuple(cmdline) == record.argv else None
-    except psutil.NoSuchProcess:
-        return None
-    except psutil.AccessDenied:
-        # It runs, but not as us: not an engine we started.
-        return None
+    """The record's process if it still runs as the one we started, else None. Some systems
+    hide other users' command lines: there the create time must do."""
+    return recorded_process(record.pid, record.create_time, record.argv, hidden_argv_is_ours=True)
 
 
 async def probe_health(record: InstanceRecord, http: httpx.AsyncClient, key: str) -> bool:

@@ -28,6 +28,7 @@ from roundhouse.core.engines.rpc import (
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 from roundhouse.core.supervise import EngineProcess
 from roundhouse.core.supervise.errors import EngineExitedError, EngineNotReadyError
+from roundhouse.core.supervise.recorded import recorded_process
 from roundhouse.core.supervise.supervisor import ensure_port_free
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ MIB = 1024 * 1024
 # In the state folder: the workers running now, so that a daemon started after one that
 # died finds those it left (the instances' records are instances.json).
 WORKERS_FILE = "rpc-workers.json"
-# A reused pid's create time differs by more than this (see manager.CREATE_TIME_TOLERANCE_S).
-CREATE_TIME_TOLERANCE_S = 1.0
 
 
 @dataclass
@@ -300,17 +299,7 @@ def _from_json(data: dict[str, Any]) -> RpcWorker:
 
 def _still_ours(record: RpcWorker) -> psutil.Process | None:
     """The record's process when it still runs as the one started (create time, argv)."""
-    if record.create_time is None:
-        return None
-    try:
-        process = psutil.Process(record.pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return None
-        if abs(process.create_time() - record.create_time) > CREATE_TIME_TOLERANCE_S:
-            return None
-        return process if tuple(process.cmdline()) == record.argv else None
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
+    return recorded_process(record.pid, record.create_time, record.argv, hidden_argv_is_ours=False)
 
 
 def _end(process: psutil.Process) -> None:
