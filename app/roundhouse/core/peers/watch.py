@@ -10,6 +10,8 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from httpx_sse import EventSource
+
 from roundhouse.api.gateway import ModelState
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin
 from roundhouse.api.peers import PeerState
@@ -169,9 +171,9 @@ class PeerWatch:
         pending: asyncio.Task[None] | None = None
         try:
             async with client.stream("GET", f"{PEER_PREFIX}/events", params=params) as response:
-                async for line in response.aiter_lines():
-                    if not line.startswith("event:"):
-                        continue
+                # Any event (a reset included) may change what the machine serves; its data
+                # is not read: the state is asked for once the burst settles.
+                async for _ in EventSource(response).aiter_sse():
                     if pending is None or pending.done():
                         pending = asyncio.create_task(self._settled(peer, client))
         finally:
