@@ -261,3 +261,32 @@ def test_an_empty_file_is_created_at_the_newest_version(tmp_path: Path) -> None:
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"conversations", "messages", "schema_version"} <= tables
     db.close()
+
+
+PIXEL = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEA"
+    "wS2OUAAAAABJRU5ErkJggg=="
+)
+
+
+def test_images_of_a_message_survive_a_reopen(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    chat = run(store.create(NewConversation()))
+    run(store.add_message(chat.id, NewMessage(role=Role.USER, content="what?", images=(PIXEL,))))
+    run(store.add_message(chat.id, assistant("a dot")))
+    run(store.close())
+    again = run(make_store(tmp_path).conversation(chat.id))
+    assert [m.images for m in again.messages] == [(PIXEL,), ()]
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("https://example.com/cat.png", "data: URL"),
+        ("data:text/html;base64,PGI+", "PNG, JPEG, WebP or GIF"),
+        ("data:image/png;base64," + "A" * 12_000_000, "at most"),
+    ],
+)
+def test_an_image_that_is_not_a_small_data_url_is_refused(url: str, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        NewMessage(role=Role.USER, content="x", images=(url,))

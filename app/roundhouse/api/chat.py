@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # A message body beyond this is refused: a chat store stays bounded, and a paste this large
 # is a mistake the user should hear about, not a row that slows every later read.
 MAX_MESSAGE_CHARS = 2_000_000
+# Images attached to one message (for a vision model), each a data: URL. A photo from a phone
+# is 2-6 MB, so 4 of them fit; more is refused in words rather than slowing every read.
+MAX_IMAGES = 4
+MAX_IMAGE_URL_CHARS = 12_000_000
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 
 
 class _Frozen(BaseModel):
@@ -44,11 +49,40 @@ class ReplyStats(_Frozen):
     error: str | None = Field(default=None, description="why it failed, in words")
 
 
+def check_image_url(url: str) -> str:
+    """A `data:image/...;base64,` URL of a type vision engines read; ValueError in words."""
+    kind, comma, _ = url.partition(",")
+    media = kind.removeprefix("data:").removesuffix(";base64")
+    if not comma or not kind.startswith("data:") or not kind.endswith(";base64"):
+        raise ValueError("an attached image must be a data: URL with base64 content")
+    if media not in IMAGE_TYPES:
+        raise ValueError(
+            f"an attached image must be PNG, JPEG, WebP or GIF, not {media or 'unknown'}"
+        )
+    if len(url) > MAX_IMAGE_URL_CHARS:
+        raise ValueError(
+            f"an attached image may be at most {MAX_IMAGE_URL_CHARS * 3 // 4 // 1_000_000} MB"
+        )
+    return url
+
+
 class NewMessage(_Frozen):
     role: Role
     content: str = Field(max_length=MAX_MESSAGE_CHARS)
     reasoning: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
     stats: ReplyStats | None = None
+    images: tuple[str, ...] = Field(
+        default=(),
+        max_length=MAX_IMAGES,
+        description="images for a vision model, each a data:image/...;base64 URL",
+    )
+
+    @field_validator("images")
+    @classmethod
+    def _images_are_data_urls(cls, images: tuple[str, ...]) -> tuple[str, ...]:
+        for url in images:
+            check_image_url(url)
+        return images
 
 
 class Message(NewMessage):

@@ -234,6 +234,11 @@ class InstanceOptions(_Frozen):
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     max_model_len: int | None = Field(default=None, ge=1)
     dtype: str | None = None
+    mmproj: str | None = Field(
+        default=None,
+        description="llama.cpp: the vision projector GGUF paired with the model (--mmproj); "
+        "None: the one found beside the model, if any",
+    )
     # MLX speculative decoding
     draft_model: str | None = None
     num_draft_tokens: int | None = Field(default=None, ge=1)

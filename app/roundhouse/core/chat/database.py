@@ -35,7 +35,7 @@ _SUMMARY = """
     FROM conversations c
 """
 _NEWEST_FIRST = " ORDER BY c.updated_at DESC, c.rowid DESC"
-_MESSAGE = "SELECT id, role, content, reasoning, stats, created_at FROM messages"
+_MESSAGE = "SELECT id, role, content, reasoning, stats, created_at, images FROM messages"
 
 
 def new_conversation_id() -> str:
@@ -215,7 +215,7 @@ class ChatDatabase:
     def _insert_message(self, conversation_id: str, message: NewMessage, now: float) -> int:
         cursor = self._db.execute(
             "INSERT INTO messages (conversation_id, role, content, reasoning, stats, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "created_at, images) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 message.role.value,
@@ -223,6 +223,7 @@ class ChatDatabase:
                 message.reasoning,
                 _stats_json(message.stats),
                 now,
+                json.dumps(list(message.images)) if message.images else None,
             ),
         )
         assert cursor.lastrowid is not None
@@ -282,6 +283,7 @@ class ChatDatabase:
             reasoning=row[3],
             stats=ReplyStats.model_validate(json.loads(row[4])) if row[4] else None,
             created_at=row[5],
+            images=tuple(json.loads(row[6])) if row[6] else (),
         )
 
 

@@ -37,5 +37,10 @@ def _v1_initial(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _v2_images(db: sqlite3.Connection) -> None:
+    # A JSON list of data: URLs, NULL for a message without images (nearly all of them).
+    db.execute("ALTER TABLE messages ADD COLUMN images TEXT")
+
+
 # MIGRATIONS[n] takes a file from version n to n + 1; append, never edit a released one.
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial,)
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_images)
