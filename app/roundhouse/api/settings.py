@@ -318,6 +318,33 @@ class UiSettings(BaseModel):
     )
 
 
+class NotificationWhen(StrEnum):
+    # Only while no Roundhouse window is on screen (hidden to the tray or minimised).
+    HIDDEN = "hidden"
+    ALWAYS = "always"
+
+
+class NotificationSettings(BaseModel):
+    """What the app tells through the OS's notifications; each kind can be turned off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    when: NotificationWhen = Field(
+        default=NotificationWhen.HIDDEN,
+        description="hidden: only while the window is hidden or minimised; always: also while "
+        "it is on screen",
+    )
+    download_finished: bool = Field(default=True, description="a download finished")
+    download_failed: bool = Field(default=True, description="a download failed")
+    engine_crashed: bool = Field(
+        default=True, description="an engine stopped unexpectedly (restarted or not)"
+    )
+    model_loaded: bool = Field(
+        default=True, description="the gateway finished loading a model a request asked for"
+    )
+    update_available: bool = Field(default=True, description="a newer Roundhouse is out")
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -332,3 +359,4 @@ class Settings(BaseModel):
     models: ModelsSettings = ModelsSettings()
     peers: PeersSettings = PeersSettings()
     ui: UiSettings = UiSettings()
+    notifications: NotificationSettings = NotificationSettings()
