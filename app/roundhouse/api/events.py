@@ -23,6 +23,7 @@ from roundhouse.api.jobs import JobList
 from roundhouse.api.library import LibraryList
 from roundhouse.api.peers import PeersView
 from roundhouse.api.settings import Settings
+from roundhouse.api.updates import UpdateStatus
 
 
 class EventKind(StrEnum):
@@ -38,6 +39,7 @@ class EventKind(StrEnum):
     ENGINES = "engines"
     LOGS = "logs"
     PEERS = "peers"
+    UPDATES = "updates"
 
 
 class ResetReason(StrEnum):
@@ -131,6 +133,14 @@ class PeersEvent(_Event):
     data: PeersView
 
 
+class UpdatesEvent(_Event):
+    """The update check answered (or failed), or its setting was turned on or off: the
+    status as `GET /api/v1/updates` returns it."""
+
+    kind: Literal[EventKind.UPDATES] = EventKind.UPDATES
+    data: UpdateStatus
+
+
 FeedEvent = Annotated[
     ResetEvent
     | InstancesEvent
@@ -141,7 +151,8 @@ FeedEvent = Annotated[
     | GatewayEvent
     | EnginesEvent
     | LogsEvent
-    | PeersEvent,
+    | PeersEvent
+    | UpdatesEvent,
     Field(discriminator="kind"),
 ]
 # An event of state (not a reset).
@@ -155,6 +166,7 @@ StateEvent = (
     | EnginesEvent
     | LogsEvent
     | PeersEvent
+    | UpdatesEvent
 )
 
 FEED_EVENT: TypeAdapter[FeedEvent] = TypeAdapter(FeedEvent)

@@ -20,6 +20,7 @@ from roundhouse.api.events import (
     ResetEvent,
     ResetReason,
     SettingsEvent,
+    UpdatesEvent,
 )
 from roundhouse.api.gateway import GatewayModelList, ModelState
 from roundhouse.api.instances import InstanceList, LogCounts
@@ -72,6 +73,8 @@ class EventLines:
             return logs_line(event.data)
         if isinstance(event, PeersEvent):
             return peers_line(event.data)
+        if isinstance(event, UpdatesEvent):
+            return f"update check: {event.data.summary()}"
         assert isinstance(event, GatewayEvent)
         return gateway_line(event.data)
 

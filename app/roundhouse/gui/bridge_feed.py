@@ -26,6 +26,7 @@ from roundhouse.api.events import (
     PeersEvent,
     ResetEvent,
     SettingsEvent,
+    UpdatesEvent,
 )
 from roundhouse.api.jobs import JobKind, JobView
 from roundhouse.client import ClientError, DaemonClient
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from roundhouse.api.instances import InstanceInfo, LogCount
     from roundhouse.api.peers import PeersView
     from roundhouse.api.settings import Settings, UiSettings
+    from roundhouse.api.updates import UpdateStatus
 
 
 class FeedMixin:
@@ -63,6 +65,7 @@ class FeedMixin:
         jobs_changed: SignalInstance
         log_counts_changed: SignalInstance
         peers_changed: SignalInstance
+        updates_changed: SignalInstance
         feed_reset: SignalInstance
         feed_applied: SignalInstance
 
@@ -89,6 +92,8 @@ class FeedMixin:
         # The paired machines as the feed last told (None until it changes once; the
         # Machines page loads them on `feed_reset`).
         self.peers: PeersView | None = None
+        # The update check's status as the feed last told it (None until it is told once).
+        self.update_status: UpdateStatus | None = None
 
     async def _follow_feed(self) -> None:
         """Apply every event of the feed until it ends or breaks (the session reconnects)."""
@@ -130,6 +135,9 @@ class FeedMixin:
             case PeersEvent(data=view):
                 self.peers = view
                 self.peers_changed.emit(view)
+            case UpdatesEvent(data=status):
+                self.update_status = status
+                self.updates_changed.emit(status)
 
     async def _reload(self, client: DaemonClient) -> None:
         """What the store holds may be stale: load it again (the events after the reset then

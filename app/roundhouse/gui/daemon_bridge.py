@@ -59,6 +59,7 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     jobs_changed = Signal(object)  # list[JobView]: every job the daemon keeps
     log_counts_changed = Signal(object)  # dict[str, LogCount]: lines each engine wrote, by id
     peers_changed = Signal(object)  # PeersView: the paired machines as each last told
+    updates_changed = Signal(object)  # UpdateStatus: the update check answered or was turned on
     feed_reset = Signal()  # what was heard may be stale: followers load their kind again
     feed_applied = Signal(object)  # int: the seq of the event just applied (past 32 bits)
 

@@ -93,6 +93,12 @@ class ChangeFeed:
         log_sources = [instances.log_changes, instances.changes]
         self._run("logs", relay(self.feed, EventKind.LOGS, log_counts, log_sources))
         self._relay_peers(services)
+        updates = services.updates
+
+        async def update_status() -> BaseModel:
+            return updates.status()
+
+        self._run("updates", relay(self.feed, EventKind.UPDATES, update_status, [updates.changes]))
 
     def _relay_peers(self, services: DaemonServices) -> None:
         """The paired machines: one paired, unpaired or moved, and what each one's change

@@ -26,6 +26,7 @@ import httpx
 from roundhouse.api.updates import UpdateStatus
 from roundhouse.base.files import write_atomic
 from roundhouse.base.tasks import cancel_and_wait
+from roundhouse.core.infra.changes import Changes
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +163,9 @@ class UpdateChecker:
         self._checking: asyncio.Task[UpdateStatus] | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
+        # Touched when the status may have changed (a check ended, the setting moved): the
+        # change feed's `updates` kind follows it.
+        self.changes = Changes()
 
     def status(self) -> UpdateStatus:
         result = self._result
@@ -196,6 +200,7 @@ class UpdateChecker:
             await asyncio.to_thread(_write_state, self._file, self._result)
         except OSError as exc:
             log.warning("Cannot keep the update check's result in %s: %s", self._file, exc)
+        self.changes.touch()
         return self.status()
 
     def seconds_until_due(self) -> float | None:
@@ -216,6 +221,7 @@ class UpdateChecker:
     def settings_changed(self) -> None:
         """The setting may have been turned on: look again at when the next check is due."""
         self._wake.set()
+        self.changes.touch()
 
     async def stop(self) -> None:
         if self._loop is not None:
