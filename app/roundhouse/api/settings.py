@@ -17,6 +17,14 @@ class QuitAction(StrEnum):
     LEAVE_SERVING = "leave-serving"
 
 
+class ThemeChoice(StrEnum):
+    """The desktop app's colours: the OS's light or dark setting, or one of them always."""
+
+    SYSTEM = "system"
+    LIGHT = "light"
+    DARK = "dark"
+
+
 class LeftoverAction(StrEnum):
     # Keep serving them: a daemon that crashed or was killed must not cost a model reload.
     ADOPT = "adopt"
@@ -315,6 +323,11 @@ class UiSettings(BaseModel):
         default=False,
         description="ask PyPI at most once a day whether a newer Roundhouse is out (a plain "
         "GET that sends nothing about you or this machine)",
+    )
+    theme: ThemeChoice = Field(
+        default=ThemeChoice.SYSTEM,
+        description="the desktop app's colours: follow the system's light or dark setting, "
+        "or always light, or always dark",
     )
 
 
