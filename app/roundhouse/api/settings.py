@@ -6,6 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from roundhouse.api.shortcut import DEFAULT_QUICK_CHAT_KEY, parse_shortcut
 from roundhouse.base.host_names import canonical_host
 
 SETTINGS_SCHEMA_VERSION = 1
@@ -324,11 +325,26 @@ class UiSettings(BaseModel):
         description="ask PyPI at most once a day whether a newer Roundhouse is out (a plain "
         "GET that sends nothing about you or this machine)",
     )
+    quick_chat_global: bool = Field(
+        default=True,
+        description="the quick chat key works while other apps have focus (a global shortcut); "
+        "off, only in Roundhouse's windows",
+    )
+    quick_chat_key: str = Field(
+        default=DEFAULT_QUICK_CHAT_KEY,
+        description="the key that opens quick chat, as Qt writes it: Ctrl+Shift+Space "
+        "(Ctrl is Command on macOS, Meta is Control there and the Windows/Super key elsewhere)",
+    )
     theme: ThemeChoice = Field(
         default=ThemeChoice.SYSTEM,
         description="the desktop app's colours: follow the system's light or dark setting, "
         "or always light, or always dark",
     )
+
+    @field_validator("quick_chat_key")
+    @classmethod
+    def _check_quick_chat_key(cls, value: str) -> str:
+        return str(parse_shortcut(value))
 
 
 class NotificationWhen(StrEnum):
