@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -207,6 +207,18 @@ class FlashAttention(StrEnum):
     AUTO = "auto"
 
 
+class LoraAdapter(_Frozen):
+    """One LoRA adapter applied to the model at start (ADR 48)."""
+
+    path: str = Field(
+        min_length=1,
+        description="llama.cpp: a LoRA GGUF; vLLM / SGLang: an adapter folder or Hub repo id",
+    )
+    scale: float = Field(
+        default=1.0, ge=-100, le=100, description="llama.cpp: its strength (--lora-scaled)"
+    )
+
+
 class InstanceOptions(_Frozen):
     """What the user chose for one instance; each engine accepts a subset (others refused).
 
@@ -239,7 +251,7 @@ class InstanceOptions(_Frozen):
         description="llama.cpp: the vision projector GGUF paired with the model (--mmproj); "
         "None: the one found beside the model, if any",
     )
-    # MLX speculative decoding
+    # Speculative decoding: MLX, llama.cpp (a GGUF), vLLM and SGLang (ADR 48)
     draft_model: str | None = None
     num_draft_tokens: int | None = Field(default=None, ge=1)
     # Ollama
@@ -284,6 +296,41 @@ class InstanceOptions(_Frozen):
         default=(),
         description="llama.cpp: paired machines (names or ids) that each lend an rpc-server "
         "for this instance, reached over mutual TLS (ADR 40); asked for at each start",
+    )
+    # The engines' capabilities in the start dialog (ADR 48)
+    n_cpu_moe: Annotated[int, Field(ge=0)] | Literal["all"] | None = Field(
+        default=None,
+        description="llama.cpp: keep the expert weights of the first N layers in RAM "
+        "(--n-cpu-moe N), 'all': of every layer (--cpu-moe); a mixture-of-experts model "
+        "then fits a smaller GPU",
+    )
+    draft_min: int | None = Field(
+        default=None, ge=0, description="llama.cpp: the fewest draft tokens used at a time"
+    )
+    draft_gpu_layers: int | Literal["auto", "all"] | None = Field(
+        default=None, description="llama.cpp: the draft model's layers on the GPU (-ngld)"
+    )
+    thinking: bool | None = Field(
+        default=None,
+        description="reasoning on or off for every request (llama.cpp: a budget of 0 turns "
+        "it off; vLLM: the chat template's enable_thinking); None: the model's default",
+    )
+    reasoning_budget: int | None = Field(
+        default=None,
+        ge=-1,
+        description="llama.cpp: the most tokens a reply may think for (--reasoning-budget; "
+        "-1: no limit, 0: off)",
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None,
+        description="llama.cpp: the effort given to the chat template (--reasoning-effort); "
+        "vLLM: the template's reasoning_effort",
+    )
+    lora: tuple[LoraAdapter, ...] = Field(
+        default=(),
+        max_length=16,
+        description="LoRA adapters applied to the model (llama.cpp --lora, vLLM "
+        "--enable-lora --lora-modules, SGLang --lora-paths)",
     )
 
 

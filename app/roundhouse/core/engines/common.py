@@ -47,6 +47,13 @@ CHOICES = {
     "rpc": "RPC workers",
     "tensor_split": "a split across devices",
     "across": "a split across paired machines",
+    "n_cpu_moe": "experts kept in RAM",
+    "draft_min": "a least number of draft tokens",
+    "draft_gpu_layers": "draft model GPU layers",
+    "thinking": "reasoning turned on or off",
+    "reasoning_budget": "a reasoning budget",
+    "reasoning_effort": "a reasoning effort",
+    "lora": "LoRA adapters",
 }
 
 
@@ -86,7 +93,8 @@ def check_choices(
     """Refuse, in words, every choice this engine cannot honour."""
     for name, words in CHOICES.items():
         value = getattr(params, name)
-        if name in accepts or value is None or value == () or value is False:
+        # Unset is the field's default; thinking=False is a choice, unlike its default None.
+        if name in accepts or value == type(params).model_fields[name].default:
             continue
         hint = hints.get(name, "Clear it, or choose another engine.")
         refuse(f"{spec.title} does not take {words} ({name}). {hint}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
+from roundhouse.core.engines.capabilities import llama_cpp_args
 from roundhouse.core.engines.common import (
     Extras,
     check_params,
@@ -25,8 +26,6 @@ HINTS = {
     "gpu_memory_utilization": "llama.cpp's memory follows the context size and GPU layers.",
     "max_model_len": "Set the context size (ctx_size) instead.",
     "dtype": "A GGUF file carries its own quantization: choose another file instead.",
-    "draft_model": "Pass a draft model to llama.cpp in the extra arguments (-md FILE).",
-    "num_draft_tokens": "Pass it to llama.cpp in the extra arguments (--draft-max N).",
     "max_loaded_models": "llama-server serves one model: start another instance for another.",
     "tool_parser": (
         "llama-server reads tool calls with the model's own Jinja chat template (--jinja): "
@@ -102,6 +101,7 @@ def build(
     )
     reasoning = _reasoning_format(params.reasoning_parser)
     opt(argv, REASONING_FLAG, reasoning)
+    argv += llama_cpp_args(params)
     if params.memory_report and not any(_is_verbosity(a) for a in params.extra_args):
         # Current builds log their buffer sizes at info level, 4 (their default is 3).
         argv += ["-lv", "4"]

@@ -39,6 +39,10 @@ HINTS = {
     # tool_parser_type), thinking from <think> tokens in the vocabulary.
     "tool_parser": "mlx_lm.server picks its tool parser from the model's chat template.",
     "reasoning_parser": "mlx_lm.server finds a model's thinking tokens itself.",
+    "n_cpu_moe": "MLX keeps the whole model in unified memory.",
+    "draft_min": "mlx_lm.server drafts a fixed number of tokens: set the draft tokens.",
+    "draft_gpu_layers": "MLX keeps the draft model in unified memory too.",
+    "lora": "Pass mlx_lm.server an adapter folder in the extra arguments (--adapter-path).",
 }
 WHY_NOT = {
     ModelFormat.GGUF: "Run GGUF files with llama.cpp or Ollama.",

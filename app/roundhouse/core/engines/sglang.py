@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
+from roundhouse.core.engines.capabilities import (
+    HINT_SGLANG_THINKING,
+    HINTS_SERVERS,
+    draft_and_adapters,
+    sglang_args,
+)
 from roundhouse.core.engines.common import (
     GUARD_KEY_ENV,
     MEDIA_DOMAINS_FLAG,
@@ -33,9 +39,9 @@ HINTS = {
     "threads": "SGLang runs on GPUs; there are no threads to set.",
     "flash_attn": "SGLang picks its attention backend itself.",
     "pipeline_parallel": "Roundhouse starts SGLang with tensor parallelism; use vLLM for both.",
-    "draft_model": "Set SGLang's speculative decoding in the extra arguments.",
-    "num_draft_tokens": "Set SGLang's speculative decoding in the extra arguments.",
     "max_loaded_models": "SGLang serves one model: start another instance for another.",
+    "thinking": HINT_SGLANG_THINKING,
+    **HINTS_SERVERS,
 }
 WHY_NOT = {
     ModelFormat.GGUF: "Run GGUF files with llama.cpp or Ollama, or choose the safetensors repo.",
@@ -77,6 +83,7 @@ def build(
     # Without parsers SGLang leaves tool calls and thoughts as plain text in the content.
     parsers, notes = parser_flags(spec, params, model, extras.hf_hub_cache)
     argv += parsers
+    argv += sglang_args(params)
     argv += params.extra_args
     # SGLang reads its own --api-key only from argv, where every user can read it, and
     # leaves some routes open: the guard stands in front of its whole application instead.
@@ -85,7 +92,7 @@ def build(
         spec,
         params,
         argv,
-        {**hub_env([model], extras), **guard},
+        {**hub_env([model, *draft_and_adapters(params)], extras), **guard},
         expected_model_id=params.served_name or model,
         metrics=params.metrics,
         secret_env=(GUARD_KEY_ENV,) if guard else (),

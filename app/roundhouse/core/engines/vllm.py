@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from roundhouse.api.engines import DetectedEngine, EngineSpec, LaunchParams, LaunchPlan, ModelFormat
+from roundhouse.core.engines.capabilities import (
+    HINTS_SERVERS,
+    draft_and_adapters,
+    vllm_args,
+)
 from roundhouse.core.engines.common import (
     GUARD_KEY_ENV,
     MEDIA_DOMAINS_FLAG,
@@ -33,9 +38,8 @@ HINTS = {
     ),
     "threads": "vLLM runs on GPUs; there are no threads to set.",
     "flash_attn": "vLLM picks its attention backend itself.",
-    "draft_model": "Set vLLM's speculative decoding in the extra arguments (--speculative-config).",
-    "num_draft_tokens": "Set it in vLLM's --speculative-config (extra arguments).",
     "max_loaded_models": "vLLM serves one model: start another instance for another.",
+    **HINTS_SERVERS,
 }
 WHY_NOT = {
     ModelFormat.GGUF: (
@@ -92,8 +96,9 @@ def build(
     # Without a tool-call parser vLLM answers a request with `tools` 400.
     parsers, notes = parser_flags(spec, params, model, extras.hf_hub_cache)
     argv += _for_version(parsers, detected.version)
+    argv += vllm_args(params)
     argv += params.extra_args
-    env = hub_env([model], extras)
+    env = hub_env([model, *draft_and_adapters(params)], extras)
     if media:
         # Else an allowed host could redirect vLLM anywhere: it checks the first URL only.
         env["VLLM_MEDIA_URL_ALLOW_REDIRECTS"] = "0"
