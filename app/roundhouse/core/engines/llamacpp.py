@@ -12,6 +12,7 @@ from roundhouse.core.engines.common import (
     plan,
     require_model,
 )
+from roundhouse.core.engines.projector import projector_args
 from roundhouse.core.engines.rpc import rpc_args
 from roundhouse.core.engines.tool_parsers import check_not_twice
 from roundhouse.core.errors import InvalidInputError
@@ -101,6 +102,8 @@ def build(
     )
     reasoning = _reasoning_format(params.reasoning_parser)
     opt(argv, REASONING_FLAG, reasoning)
+    # The vision projector: the one chosen, else the mmproj beside the model (ADR 45).
+    argv += projector_args(model, params.mmproj, params.extra_args)
     argv += llama_cpp_args(params)
     if params.memory_report and not any(_is_verbosity(a) for a in params.extra_args):
         # Current builds log their buffer sizes at info level, 4 (their default is 3).
