@@ -86,6 +86,21 @@ class FitOptions(_Frozen):
     margin_bytes: int = Field(
         default=512 * MIB, ge=0, description="kept free on every device, for what we miss"
     )
+    n_cpu_moe: int = Field(
+        default=0,
+        ge=0,
+        description="llama.cpp's --n-cpu-moe: the expert weights of the first N blocks stay "
+        "in RAM (n_layer or more: --cpu-moe, every block's)",
+    )
+    draft_bytes: int = Field(
+        default=0,
+        ge=0,
+        description="a draft model's weights and cache, on the first GPU used (llama.cpp's "
+        "-ngld default), else in RAM",
+    )
+    adapter_bytes: int = Field(
+        default=0, ge=0, description="LoRA adapters, placed with the blocks they change"
+    )
 
     @model_validator(mode="after")
     def _quantized_v_needs_flash_attention(self) -> Self:
@@ -142,6 +157,7 @@ class AdviceKind(StrEnum):
     GPU_MEMORY_UTILIZATION = "gpu_memory_utilization"
     RAISE_GPU_LIMIT = "raise_gpu_limit"
     OTHER_ENGINE = "other_engine"
+    CPU_MOE = "cpu_moe"
 
 
 class FitAdvice(_Frozen):
@@ -153,7 +169,8 @@ class FitAdvice(_Frozen):
         default=None,
         description="max_context: tokens; kv_*: the cache type; offload_layers: -ngl; "
         "smaller_quant: a quantization name; free_memory: bytes missing; "
-        "gpu_memory_utilization: a fraction as text; raise_gpu_limit: MiB",
+        "gpu_memory_utilization: a fraction as text; raise_gpu_limit: MiB; cpu_moe: the "
+        "blocks whose experts stay in RAM (--n-cpu-moe)",
     )
 
 

@@ -47,7 +47,16 @@ def fit_options(options: InstanceOptions, facts: LoadFacts, shape: ModelShape) -
         ubatch_size=facts.n_ubatch or 512,
         kv_unified=bool(facts.kv_unified),
         gpu_layers=requested_layers(options, shape),
+        n_cpu_moe=cpu_moe_blocks(options, shape),
     )
+
+
+def cpu_moe_blocks(options: InstanceOptions, shape: ModelShape) -> int:
+    """The blocks whose experts stay in RAM: N, or every block for "all" (--cpu-moe)."""
+    value = options.n_cpu_moe
+    if value == "all":
+        return shape.n_layer
+    return value or 0
 
 
 def _cache_type(value: str | None) -> CacheType:

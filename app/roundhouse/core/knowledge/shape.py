@@ -55,6 +55,9 @@ class ModelShape:
     # output_bytes need not be part of other_bytes. 0 and 0 = unknown (half and half).
     embedding_bytes: int = 0
     output_bytes: int = 0
+    # The part of each block's bytes that is its experts' feed-forward (ffn_*_exps), what
+    # llama.cpp's --n-cpu-moe keeps in RAM; empty for a dense model or an unknown split.
+    expert_bytes: tuple[int, ...] = ()
 
     @property
     def weight_bytes(self) -> int:

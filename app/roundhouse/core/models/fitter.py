@@ -34,6 +34,7 @@ from roundhouse.core.knowledge.gguf import (
 from roundhouse.core.knowledge.hf_config import shape_from_hf_config
 from roundhouse.core.knowledge.run_options import fit_options
 from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
+from roundhouse.core.models.fit_capabilities import capability_costs
 from roundhouse.core.models.hub.service import HubService
 from roundhouse.core.models.library.service import LibraryService
 
@@ -64,9 +65,15 @@ class ModelFitter:
             key = ("lib", model.path or model.id, str(model.size_bytes))
             shape = await self._cached(key, self._local, model)
             options = query.options
+            notes: list[str] = []
             if query.instance is not None:
                 options = fit_options(query.instance, LoadFacts(), shape)
+                options, notes = await capability_costs(
+                    query.instance, options, shape, model, self._draft_shape
+                )
             report = estimate_fit(shape, hardware, options)
+            if notes:
+                report = report.model_copy(update={"assumptions": [*report.assumptions, *notes]})
             return ModelFit(target=model.name, size_bytes=model.size_bytes, report=report)
         assert query.repo is not None
         page = await self._hub.details(query.repo, query.revision)
@@ -126,6 +133,12 @@ class ModelFitter:
         fmt = WeightFormat.MLX if group.kind == HubModelKind.MLX else WeightFormat.SAFETENSORS
         weights = sum(f.size for f in group.files if f.path.endswith(".safetensors"))
         return shape_from_hf_config(config, weights, fmt, group.quantization)
+
+    async def _draft_shape(self, path: str) -> ModelShape:
+        model = await asyncio.to_thread(_as_model, path)
+        return await self._cached(
+            ("lib", model.path or model.id, str(model.size_bytes)), self._local, model
+        )
 
     async def _local(self, model: LibraryModel) -> ModelShape:
         if model.format == ModelFormat.GGUF:
@@ -191,6 +204,7 @@ def _resized(shape: ModelShape, group: QuantGroup) -> ModelShape:
     return dataclasses.replace(
         shape,
         layer_bytes=tuple(int(b * scale) for b in shape.layer_bytes),
+        expert_bytes=tuple(int(b * scale) for b in shape.expert_bytes),
         other_bytes=int(shape.other_bytes * scale),
         quantization=group.quantization or shape.quantization,
     )

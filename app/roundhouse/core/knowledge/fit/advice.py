@@ -23,6 +23,7 @@ from roundhouse.api.fit import (
 from roundhouse.core.knowledge.fit.devices import Budget
 from roundhouse.core.knowledge.fit.dispatch import evaluate
 from roundhouse.core.knowledge.fit.memory_advice import memory_advice
+from roundhouse.core.knowledge.fit.moe import moe_advice
 from roundhouse.core.knowledge.fit.outcome import Outcome
 from roundhouse.core.knowledge.fit.quants import ladder, smaller_shape, weight_bpw
 from roundhouse.core.knowledge.shape import ModelShape
@@ -73,6 +74,9 @@ def advise(
 
     best = FitVerdict.FULL_GPU if budget.gpus else FitVerdict.CPU_ONLY
     advice: list[FitAdvice] = []
+    if engine == FitEngine.LLAMA_CPP and (now.verdict != best or options.n_cpu_moe):
+        # First: for a mixture of experts it beats every other way to fit (ADR 48).
+        advice.extend(moe_advice(shape, budget, options, ctx))
     if now.verdict == FitVerdict.PARTIAL_OFFLOAD and options.gpu_layers is None:
         n, top = now.gpu_layers, now.total_layers
         text = f"Put {n} of {top} layers on the GPU (-ngl {n}); the other {top - n} run on "

@@ -9,6 +9,10 @@ With -ngl unset, the most layers that fit: all of them ("full GPU"), else the la
 whose GPUs fit ("partial offload"; a binary search, as the GPUs' share grows with N);
 with none, the CPU alone; else it does not fit, and `missing` is the smallest shortfall
 among the CPU alone, all layers on the GPU, and the N around where the GPUs fill up.
+
+With --n-cpu-moe N (ADR 48) the expert tensors of blocks 0..N-1 stay in RAM wherever
+their block is; a draft model's weights and cache go to the first GPU used (-ngld's
+default), and LoRA adapters are spread over the devices as the blocks are.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ class Costs:
     weights: tuple[int, ...]  # weights[i]: blocks 0..i-1
     kv: tuple[int, ...]
     heaviest: tuple[int, ...]  # heaviest[i]: the largest block among 0..i-1
+    experts: tuple[int, ...]  # experts[i]: the expert weights of blocks 0..i-1
+    n_cpu_moe: int  # blocks whose experts stay in RAM, from the first
+    draft: int
+    adapters: int
     embeddings: int
     output: int  # the output head and final norm on a GPU, which go with the output layer
     output_ram: int  # the same in RAM: 0 extra when tied to the embeddings (one tensor)
@@ -73,11 +81,16 @@ def costs(shape: ModelShape, options: FitOptions, ctx: int) -> Costs:
         unified=options.kv_unified,
     )
     embd, out, out_ram = split_other(shape)
+    experts = shape.expert_bytes or (0,) * shape.n_layer
     return Costs(
         n_layer=shape.n_layer,
         weights=(0, *accumulate(shape.layer_bytes)),
         kv=(0, *accumulate(kv)),
         heaviest=(0, *accumulate(shape.layer_bytes, max)),
+        experts=(0, *accumulate(experts)),
+        n_cpu_moe=min(options.n_cpu_moe, shape.n_layer) if shape.expert_bytes else 0,
+        draft=options.draft_bytes,
+        adapters=options.adapter_bytes,
         embeddings=embd,
         output=out,
         output_ram=out_ram,
@@ -101,20 +114,31 @@ def plan(c: Costs, budget: Budget, gpu_layers: int) -> tuple[Load, ...]:
     # A partial offload copies a CPU-held block's weights to the GPU for prompt batches
     # (the output layer works on one row per sequence there, too few to be copied).
     staging = c.heaviest[cpu_blocks] if cpu_blocks else 0
+    moe = c.n_cpu_moe
     loads: list[Load] = []
     staged = False
+    drafted = False
     for g, (gpu, (start, stop)) in enumerate(zip(budget.gpus, p.runs, strict=True)):
         has_output = p.output_gpu == g
         used = stop > start or has_output
         extra = staging if used and not staged else 0
         staged = staged or used
+        draft = c.draft if used and not drafted else 0
+        drafted = drafted or used
+        # The experts of this run's blocks below N stay in RAM.
+        kept = c.experts[min(stop, moe)] - c.experts[min(start, moe)]
         loads.append(
             Load(
                 label=gpu.label,
                 kind=DeviceKind.GPU,
                 index=gpu.index,
                 free=gpu.free,
-                weights=c.weights[stop] - c.weights[start] + (c.output if has_output else 0),
+                weights=c.weights[stop]
+                - c.weights[start]
+                - kept
+                + (c.output if has_output else 0)
+                + _share(c.adapters, stop - start, c.n_layer)
+                + draft,
                 kv=c.kv[stop] - c.kv[start],
                 compute=c.compute + extra if used else 0,
                 footprint=budget.gpu_footprint() if used else 0,
@@ -126,14 +150,22 @@ def plan(c: Costs, budget: Budget, gpu_layers: int) -> tuple[Load, ...]:
         )
     on_gpu = p.gpu_layers > 0
     head_ram = c.output_ram if p.output_gpu is None else 0
+    # Experts in RAM of blocks on a GPU: the CPU runs them, with its full compute buffer.
+    experts_ram = c.experts[max(moe, cpu_blocks)] - c.experts[cpu_blocks]
+    cpu_works = bool(cpu_blocks or experts_ram) or not on_gpu
     ram = Load(
         label="RAM",
         kind=DeviceKind.CPU,
         index=None,
         free=budget.ram_free,
-        weights=c.embeddings + c.weights[cpu_blocks] + head_ram,
+        weights=c.embeddings
+        + c.weights[cpu_blocks]
+        + head_ram
+        + experts_ram
+        + _share(c.adapters, cpu_blocks, c.n_layer)
+        + (0 if drafted else c.draft),
         kv=c.kv[cpu_blocks],
-        compute=(c.compute if cpu_blocks or not on_gpu else c.host) + c.logits,
+        compute=(c.compute if cpu_works else c.host) + c.logits,
         footprint=RAM_FOOTPRINT,
         layers=cpu_blocks,
         capacity=budget.ram_total,
@@ -151,6 +183,11 @@ def plan(c: Costs, budget: Budget, gpu_layers: int) -> tuple[Load, ...]:
             note="unified memory: includes the GPU's share",
         )
     return (*loads, ram)
+
+
+def _share(total: int, layers: int, n_layer: int) -> int:
+    """A device's part of what is spread over the blocks as they are (LoRA adapters)."""
+    return total * layers // n_layer if n_layer else 0
 
 
 def shortfall(loads: tuple[Load, ...], unified: bool) -> int:

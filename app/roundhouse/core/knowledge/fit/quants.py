@@ -73,4 +73,5 @@ def smaller_shape(shape: ModelShape, factor: float) -> ModelShape:
         other_bytes=int(shape.other_bytes * factor),
         embedding_bytes=int(shape.embedding_bytes * factor),
         output_bytes=int(shape.output_bytes * factor),
+        expert_bytes=tuple(int(b * factor) for b in shape.expert_bytes),
     )

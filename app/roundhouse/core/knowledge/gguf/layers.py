@@ -32,6 +32,9 @@ SWA_PERIODS = {
 }
 SWA_DEFAULT_WINDOWS = {"gemma2": 4096, "llama4": 8192}
 _BLOCK = re.compile(r"blk\.(\d+)\.")
+# The expert tensors --n-cpu-moe and --cpu-moe keep in RAM (llama.cpp's LLM_FFN_EXPS_REGEX,
+# "\.ffn_(up|down|gate)_(ch|)exps", and the fused gate_up of newer conversions).
+_EXPERTS = re.compile(r"blk\.(\d+)\.ffn_(up|down|gate|gate_up)_(ch)?exps\.")
 MAX_LAYERS = 4096  # the largest models have under 200
 NOT_A_MODEL = "choose the model's main .gguf file"
 
@@ -78,6 +81,7 @@ def shape_from_gguf(header: GgufHeader) -> ModelShape:
         n_head_kv_layers=tuple(kv_layers[:n_layer]) if kv_layers else (),
         feed_forward_length=_widest_feed_forward(header, arch),
         embedding_bytes=embedding,
+        expert_bytes=_expert_bytes(header, n_layer),
         # Tied embeddings: the head is the embedding table, loaded again for the GPU.
         output_bytes=output if output else embedding,
     )
@@ -147,6 +151,16 @@ def _weights(header: GgufHeader) -> tuple[int, tuple[int, ...], int]:
     # the context runs through: their weights still count, as "other".
     other += sum(b for i, b in blocks.items() if i >= n_layer)
     return n_layer, tuple(blocks.get(i, 0) for i in range(n_layer)), other
+
+
+def _expert_bytes(header: GgufHeader, n_layer: int) -> tuple[int, ...]:
+    """Each block's expert weights; empty when the model has none."""
+    experts = [0] * n_layer
+    for tensor in header.tensors:
+        match = _EXPERTS.match(tensor.name)
+        if match is not None and int(match[1]) < n_layer:
+            experts[int(match[1])] += tensor.n_bytes
+    return tuple(experts) if any(experts) else ()
 
 
 def _embedding_rows(header: GgufHeader) -> int:
