@@ -105,7 +105,7 @@ def _gguf(path: Path, tokenizer: str, pre: str, n_vocab: int, experts: bool) -> 
     writer.add_tokenizer_model(tokenizer)
     writer.add_tokenizer_pre(pre)
     writer.add_vocab_size(n_vocab)
-    tensors = [("token_embd.weight", (32, 8), Q.F16)]
+    tensors: list[tuple[str, tuple[int, ...], Q]] = [("token_embd.weight", (32, 8), Q.F16)]
     for i in range(2):
         tensors.append((f"blk.{i}.attn_q.weight", (32, 32), Q.Q8_0))
         if experts:
