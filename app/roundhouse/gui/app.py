@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
     from roundhouse.gui.first_run.launcher import FirstRunLauncher
+    from roundhouse.gui.notify import Notifier
     from roundhouse.gui.quick_chat import QuickChat
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
@@ -48,6 +49,7 @@ class Ui:
     active_model: ActiveModel | None = None
     quick_chat: QuickChat | None = None
     first_run: FirstRunLauncher | None = None
+    notifier: Notifier | None = None
 
 
 def application() -> QApplication:
@@ -79,6 +81,7 @@ def build_ui(
     from roundhouse.gui.active_model import ActiveModel
     from roundhouse.gui.daemon_bridge import DaemonBridge
     from roundhouse.gui.first_run.launcher import FirstRunLauncher
+    from roundhouse.gui.notify import Notifier
     from roundhouse.gui.pages.bench_page import BenchPage
     from roundhouse.gui.pages.chat_page import ChatPage
     from roundhouse.gui.pages.engines_page import EnginesPage
@@ -139,7 +142,9 @@ def build_ui(
     window.hides_to_tray = lambda: tray is not None and not quitter.quitting
     # With a tray, closing the window hides it; without one, closing it quits.
     app.setQuitOnLastWindowClosed(tray is None)
-    return Ui(bridge, window, quitter, tray, active_model, quick_chat, first_run)
+    # Downloads ended, engines that stopped, models loaded, updates: through the OS.
+    notifier = Notifier.for_platform(bridge, window, tray)
+    return Ui(bridge, window, quitter, tray, active_model, quick_chat, first_run, notifier)
 
 
 async def shutdown(ui: Ui) -> None:

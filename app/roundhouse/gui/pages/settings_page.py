@@ -25,6 +25,7 @@ from roundhouse.gui.widgets.settings_daemon import AT_NEXT_START, DaemonSettings
 from roundhouse.gui.widgets.settings_engines import EngineSettingsSection
 from roundhouse.gui.widgets.settings_hub_token import HubTokenSection
 from roundhouse.gui.widgets.settings_models import ModelsPlacesSection
+from roundhouse.gui.widgets.settings_notifications import NotificationsSection
 from roundhouse.gui.widgets.settings_peers import PeersSettingsSection
 from roundhouse.gui.widgets.settings_updates import UpdatesSection
 
@@ -50,6 +51,8 @@ class SettingsPage(QWidget):
         self.daemon = DaemonSettingsSection()
         self.peers = PeersSettingsSection(bridge)
         self.updates = UpdatesSection(bridge)
+        # Saved as each switch is flipped: not part of Save.
+        self.notifications = NotificationsSection(bridge)
         saved = (self.models, self.gateway, self.engines, self.desktop, self.daemon, self.peers)
         for section in saved:
             section.changed.connect(self._on_form_changed)
@@ -86,6 +89,7 @@ class SettingsPage(QWidget):
             self.daemon,
             self.peers,
             self.updates,
+            self.notifications,
         ):
             sections_layout.addWidget(widget)
         sections_layout.addStretch(1)
