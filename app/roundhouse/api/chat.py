@@ -152,6 +152,19 @@ class TurnRequest(_Frozen):
     params: SamplingParams | None = None
     save: bool = True
     history: list[NewMessage] = Field(default=[], max_length=10_000)
+    images: tuple[str, ...] = Field(
+        default=(),
+        max_length=MAX_IMAGES,
+        description="images sent with `content` for a vision model, each a data:image URL; "
+        "refused in words when the model's instances cannot read images",
+    )
+
+    @field_validator("images")
+    @classmethod
+    def _images_are_data_urls(cls, images: tuple[str, ...]) -> tuple[str, ...]:
+        for url in images:
+            check_image_url(url)
+        return images
 
 
 class TurnStarted(_Frozen):

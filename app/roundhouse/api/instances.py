@@ -121,6 +121,11 @@ class InstanceInfo(_Frozen):
     launch_note: str | None = Field(
         default=None, description="what chose its settings and why, when the gateway started it"
     )
+    vision: bool | None = Field(
+        default=None,
+        description="whether it reads images (llama-server: a vision projector loaded, as its "
+        "/props says); None: the engine does not say",
+    )
     machine: str | None = Field(
         default=None,
         description="for an instance on a paired machine: that peer's id; None on this machine",

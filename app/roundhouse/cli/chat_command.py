@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemon
@@ -14,6 +16,15 @@ from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemo
 @click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature.")
 @click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), help="Nucleus sampling.")
 @click.option("--max-tokens", type=click.IntRange(1, 1_000_000), help="At most this many tokens.")
+@click.option(
+    "--image",
+    "-i",
+    "images",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Attach this image (PNG, JPEG, WebP, GIF; up to 4) to the first message, for a "
+    "vision model.",
+)
 @click.option("--no-save", is_flag=True, help="Keep this chat out of the history.")
 @click.option("--json", "as_json", is_flag=True, help="One prompt: print the result as JSON.")
 @click.pass_context
@@ -25,6 +36,7 @@ def chat(
     temperature: float | None,
     top_p: float | None,
     max_tokens: int | None,
+    images: tuple[Path, ...],
     no_save: bool,
     as_json: bool,
 ) -> None:
@@ -34,11 +46,13 @@ def chat(
     With --prompt, or text piped on standard input, it sends that once, streams the reply
     to standard output and its figures to standard error. Otherwise it opens a chat: /reset
     starts over, /exit or Ctrl-D ends, Ctrl-C stops a reply. Each chat is saved in the
-    history (`roundhouse chats`) unless --no-save.
+    history (`roundhouse chats`) unless --no-save. --image FILE goes with the first message;
+    a model that cannot read images says so before anything is sent.
     """
     import sys
 
     from roundhouse.api.chat import SamplingParams
+    from roundhouse.cli.chat_images import read_images
     from roundhouse.cli.chat_runner import ChatOptions, run_chat
     from roundhouse.cli.daemon_link import home_of
     from roundhouse.cli.output import fail
@@ -56,6 +70,7 @@ def chat(
         params=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens),
         save=not no_save,
         as_json=as_json,
+        images=read_images(images),
     )
     raise SystemExit(run_chat(home_of(ctx), options))
 

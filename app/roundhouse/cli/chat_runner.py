@@ -37,6 +37,8 @@ class ChatOptions:
     params: SamplingParams = NO_PARAMS
     save: bool = True
     as_json: bool = False
+    # data:image URLs sent with the first message.
+    images: tuple[str, ...] = ()
 
 
 def run_chat(home: Home, options: ChatOptions) -> int:
@@ -61,6 +63,7 @@ def run_chat(home: Home, options: ChatOptions) -> int:
                 options.params,
                 save=options.save,
                 out=None if options.as_json else sys.stdout,
+                images=options.images,
             )
             if options.prompt is not None:
                 return _one_shot(runner, session, options.prompt.strip(), options.as_json)

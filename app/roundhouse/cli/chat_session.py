@@ -49,6 +49,8 @@ class ChatSession:
     conversation: Conversation | None = None
     # The exchanges so far of a chat not saved (a saved one's are the daemon's).
     history: list[NewMessage] = field(default_factory=list)
+    # Images for the next message (`--image`): sent once, with the first prompt.
+    images: tuple[str, ...] = ()
     _content: list[str] = field(default_factory=list)
     _reasoning: list[str] = field(default_factory=list)
 
@@ -56,10 +58,12 @@ class ChatSession:
         """Run the turn of `prompt`: ChatFailed (client.chat_stream) when the reply fails.
         Cancelled (Ctrl-C) while it streams, the reply is stopped and comes back so marked."""
         self._content, self._reasoning = [], []
-        ended = await take_turn(self.client, self._request(prompt), self._show, self._started)
+        request = self._request(prompt).model_copy(update={"images": self.images})
+        ended = await take_turn(self.client, request, self._show, self._started)
+        images, self.images = self.images, ()
         reply = ended.reply
         if not self.save:
-            self.history += [NewMessage(role=Role.USER, content=prompt), reply]
+            self.history += [NewMessage(role=Role.USER, content=prompt, images=images), reply]
         return Reply(
             reply.content, reply.reasoning or "", reply.stats or ReplyStats(), ended.not_saved
         )

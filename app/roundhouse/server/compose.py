@@ -34,6 +34,7 @@ from roundhouse.core.hardware.sampler import Sampler
 from roundhouse.core.infra.jobs import JobBoard
 from roundhouse.core.instances.endpoints import EndpointStore
 from roundhouse.core.instances.manager import InstanceManager
+from roundhouse.core.instances.modalities import model_sees
 from roundhouse.core.instances.presets import PresetStore
 from roundhouse.core.instances.service import EngineResolver, InstanceService
 from roundhouse.core.models.library.places import hub_cache_dir
@@ -199,7 +200,9 @@ def build_services(
         jobs=jobs,
         installs=installs,
         chats=chats,
-        chat_turns=ChatTurns(chats),
+        chat_turns=ChatTurns(
+            chats, sees=lambda model: model_sees(instances.all(memory=False), model)
+        ),
         models=models,
         gateway=gateway,
         bench=bench,

@@ -35,6 +35,7 @@ from roundhouse.api.chat import (
 )
 from roundhouse.core.chat.meter import ReplyMeter, error_message, parse_chunk
 from roundhouse.core.chat.store import ChatStore
+from roundhouse.core.chat.vision import Sees, check_sees, content, engine_error, has_images
 from roundhouse.core.errors import InvalidInputError, RoundhouseError
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ Answered = Callable[[NewMessage], None]
 
 
 def request_body(
-    model: str, messages: Sequence[dict[str, str]], params: SamplingParams
+    model: str, messages: Sequence[dict[str, Any]], params: SamplingParams
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -80,14 +81,18 @@ def request_body(
 
 def history_messages(
     system_prompt: str, messages: Sequence[Message | NewMessage]
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """A conversation as the engine should read it: the system prompt, then each message;
     failed replies are left out (they hold no answer, only our error)."""
-    sent = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
+    sent: list[dict[str, Any]] = (
+        [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
+    )
     for message in messages:
         if message.role == Role.ASSISTANT and message.stats and message.stats.error:
             continue
-        sent.append({"role": message.role.value, "content": message.content})
+        sent.append(
+            {"role": message.role.value, "content": content(message.content, message.images)}
+        )
     return sent
 
 
@@ -109,8 +114,11 @@ class Turn:
 class ChatTurns:
     """Runs turns, and stops one on request."""
 
-    def __init__(self, store: ChatStore) -> None:
+    def __init__(self, store: ChatStore, sees: Sees | None = None) -> None:
         self._store = store
+        # Whether a model's instances read images: a turn with images for one that cannot
+        # is refused before anything is saved or sent.
+        self._sees = sees
         self._running: dict[str, asyncio.Task[None]] = {}
         # Saves of turns whose client left: kept referenced until they end.
         self._saving: set[asyncio.Task[TurnEnded]] = set()
@@ -128,9 +136,10 @@ class ChatTurns:
         conversation, no model) answers the request before anything streams."""
         if not request.save:
             return self._unsaved(request)
+        await self._check_images(request)
         conversation = await self._conversation_for(request)
         if request.content is not None:
-            user = NewMessage(role=Role.USER, content=request.content)
+            user = NewMessage(role=Role.USER, content=request.content, images=request.images)
             await self._store.add_message(conversation.id, user)
             conversation = await self._store.conversation(conversation.id)
         # Checked before anything changed (`_conversation_for`).
@@ -171,9 +180,23 @@ class ChatTurns:
             raise InvalidInputError(NO_MODEL)
         if request.content is None:
             raise InvalidInputError("A turn that is not saved needs the user's message.")
-        sent = [*request.history, NewMessage(role=Role.USER, content=request.content)]
+        check_sees(self._sees, request.model, request.images)
+        user = NewMessage(role=Role.USER, content=request.content, images=request.images)
+        sent = [*request.history, user]
         messages = history_messages(request.system_prompt or "", sent)
         return self._turn(request.model, messages, request.params or SamplingParams(), None)
+
+    async def _check_images(self, request: TurnRequest) -> None:
+        """Images go with a message, to a model that can read them (when that is known)."""
+        if not request.images:
+            return
+        if request.content is None:
+            raise InvalidInputError("Attach images to a message: write one to send them with.")
+        model = request.model or (request.new.model if request.new else None)
+        if not model and request.conversation_id is not None:
+            model = (await self._store.conversation(request.conversation_id)).model
+        if model:
+            check_sees(self._sees, model, request.images)
 
     async def _conversation_for(self, request: TurnRequest) -> Conversation:
         """The conversation the turn continues (cut and updated as asked), or a new one;
@@ -200,7 +223,7 @@ class ChatTurns:
     def _turn(
         self,
         model: str,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         params: SamplingParams,
         conversation: Conversation | None,
     ) -> Turn:
@@ -261,6 +284,9 @@ class ChatTurns:
         await asyncio.wait({producer})
         if producer.cancelled():
             turn.stopped = True
+        if turn.error is not None:
+            # An engine that cannot read the images says so in the same words as a refusal.
+            turn.error = engine_error(turn.error, turn.model, has_images(turn.body))
         stats: ReplyStats = turn.meter.stats(stopped=turn.stopped, error=turn.error)
         reasoning = "".join(turn.reasoning)
         reply = NewMessage(

@@ -67,6 +67,8 @@ class InstanceEntry:
     may_serve_presets: bool = True
     # What chose its settings and why, for a start the gateway planned.
     launch_note: str | None = None
+    # Whether the engine reads images, as it said once ready (None: it does not say).
+    vision: bool | None = None
 
 
 class InstanceTable:
@@ -154,6 +156,7 @@ class InstanceTable:
             unprotected=unprotected_words(entry),
             warnings=entry_warnings(entry),
             launch_note=entry.launch_note,
+            vision=entry.vision,
         )
 
 

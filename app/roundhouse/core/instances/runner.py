@@ -17,6 +17,7 @@ from roundhouse.core.infra.thread_touch import ThreadTouch
 from roundhouse.core.instances.entries import InstanceEntry, InstanceTable
 from roundhouse.core.instances.manager import InstanceManager
 from roundhouse.core.instances.memory import InventoryGetter, MemoryReader
+from roundhouse.core.instances.modalities import read_vision
 from roundhouse.core.supervise import (
     EngineExitedError,
     EngineNotReadyError,
@@ -56,6 +57,7 @@ class InstanceRunner:
             entry.status = InstanceStatus.STARTING
             entry.progress = None
             entry.memory = None
+            entry.vision = None
             self._table.changes.touch()
             hardware = self._memory.snapshot(entry.engine)
             params = LaunchParams(**entry.options.model_dump(), host=entry.host, port=entry.port)
@@ -96,6 +98,8 @@ class InstanceRunner:
                 # The manager answers a start with its engine running.
                 assert instance.engine is not None
                 entry.models = instance.engine.identity.model_ids
+                key = await asyncio.to_thread(self._manager.engine_key, entry.id)
+                entry.vision = await read_vision(entry.engine, entry.base_url, key)
                 entry.memory = await self._memory.read(
                     entry.engine, entry.options, instance.engine.process.log, hardware
                 )
