@@ -42,8 +42,9 @@ def display_problem() -> str | None:
     )
 
 
-def open_app(home: Home, *, tray: bool = False) -> int:
-    """Open the app; `tray` shows only the tray icon where there is a tray (at login)."""
+def open_app(home: Home, *, tray: bool = False, quick_chat: bool = False) -> int:
+    """Open the app; `tray` shows only the tray icon where there is a tray (at login);
+    `quick_chat` opens quick chat as it starts (`roundhouse quick-chat` with no app running)."""
     problem = NO_GUI_PACKAGES if gui_packages_missing() else display_problem()
     if problem is None:
         try:
@@ -58,7 +59,7 @@ def open_app(home: Home, *, tray: bool = False) -> int:
                 "(listed in .ci/apt-packages.txt), or use the commands: `roundhouse --help`."
             )
         else:
-            return int(run_app(home, tray=tray))
+            return int(run_app(home, tray=tray, quick_chat=quick_chat))
     # rich loads only on this path: the app's start-up does not pay for it.
     from rich.markup import escape
 

@@ -119,6 +119,7 @@ from roundhouse.cli.models_commands import models  # noqa: E402
 from roundhouse.cli.monitor_command import monitor  # noqa: E402
 from roundhouse.cli.ollama_commands import ollama  # noqa: E402
 from roundhouse.cli.peers_commands import peers  # noqa: E402
+from roundhouse.cli.quick_chat_command import quick_chat  # noqa: E402
 from roundhouse.cli.run_command import run  # noqa: E402
 from roundhouse.cli.settings_commands import settings  # noqa: E402
 from roundhouse.cli.setup_command import setup  # noqa: E402
@@ -141,6 +142,7 @@ cli.add_command(monitor)
 cli.add_command(run)
 cli.add_command(ollama)
 cli.add_command(peers)
+cli.add_command(quick_chat)
 cli.add_command(settings)
 cli.add_command(setup)
 cli.add_command(update)

@@ -214,10 +214,11 @@ def _smoke_check(app: QApplication, outcome: list[int]) -> None:
     app.quit()
 
 
-def run_app(home: Home, *, tray: bool = False) -> int:
+def run_app(home: Home, *, tray: bool = False, quick_chat: bool = False) -> int:
     """Run the desktop app until the user quits; the daemon it started serves on.
 
-    `tray` (Start at login) shows only the tray icon, where the platform has a tray."""
+    `tray` (Start at login) shows only the tray icon, where the platform has a tray;
+    `quick_chat` opens quick chat at once (`roundhouse quick-chat` with no app running)."""
     app = application()
     window = MainWindow(geometry_store=QSettings())
     smoke = os.environ.get(SMOKE_TEST_ENV) == "1"
@@ -247,6 +248,15 @@ def run_app(home: Home, *, tray: bool = False) -> int:
         )
         if ui.tray is not None:
             ui.tray.show()
+        from roundhouse.gui.quick_chat_key import QuickChatKey
+
+        # The global key and `roundhouse quick-chat`'s channel (not in the smoke test).
+        key = None
+        if not smoke and ui.quick_chat is not None:
+            key = QuickChatKey(ui.bridge, ui.quick_chat, home)
+            key.start()
+        if quick_chat and ui.quick_chat is not None:
+            ui.quick_chat.open()
         ui.bridge.start()
         if smoke:
             QTimer.singleShot(0, lambda: _smoke_check(app, smoke_outcome))
@@ -254,6 +264,8 @@ def run_app(home: Home, *, tray: bool = False) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: ui.quitter.quit(stop_daemon=False))
         loop.run_forever()
+        if key is not None:
+            key.close()
         loop.run_until_complete(shutdown(ui))
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:

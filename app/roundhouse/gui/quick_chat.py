@@ -62,6 +62,8 @@ class QuickChatWindow(QWidget):
         super().__init__(None, Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
         self.setObjectName("quickChat")
         self.setWindowTitle("Quick chat — Roundhouse")
+        # The key that opened it (the settings may change it): it hides the window too.
+        self.key = QKeySequence(SHORTCUT)
         self._bridge = bridge
         self._calls = ChatCalls(bridge)
         self._ops = Ops(self)
@@ -281,7 +283,7 @@ class QuickChatWindow(QWidget):
         # Esc hides, and so does the shortcut that opened it (when the main window is hidden
         # its application-wide shortcut is not active, and the key arrives here).
         pressed = QKeySequence(event.keyCombination())
-        if event.key() == Qt.Key.Key_Escape or pressed == QKeySequence(SHORTCUT):
+        if event.key() == Qt.Key.Key_Escape or pressed == self.key:
             self.hide()
             return
         super().keyPressEvent(event)
@@ -335,11 +337,18 @@ class QuickChat:
         self.shortcut.setContext(Qt.ShortcutContext.ApplicationShortcut)
         self.shortcut.activated.connect(self.toggle)
 
+    def set_key(self, key: QKeySequence) -> None:
+        """The key the settings chose, for the app's windows (the global one is apart)."""
+        self.shortcut.setKey(key)
+        if self.window is not None:
+            self.window.key = key
+
     def open(self) -> QuickChatWindow:
         if self.window is None:
             self.window = QuickChatWindow(
                 self._bridge, self._main, self._active, geometry_store=self._geometry_store
             )
+            self.window.key = self.shortcut.key()
         self.window.present()
         return self.window
 
