@@ -174,3 +174,25 @@ def test_roundhouse_chat_attaches_an_image_or_says_the_model_cannot_see(
         no_color=True, stdin=subprocess.DEVNULL, timeout=60,
     )  # fmt: skip
     assert wrong.returncode == 1 and "PNG, JPEG, WebP or GIF" in " ".join(wrong.stderr.split())
+
+
+def test_engines_start_takes_a_projector_from_elsewhere(vision: Vision, tmp_path: Path) -> None:
+    # The model alone in its folder: nothing to pair, so the projector is named.
+    model = write_tiny_llama_gguf(tmp_path / "alone.gguf", seed=0)
+    done = cli.roundhouse(
+        vision.root, "engines", "start", "llama.cpp", "-m", str(model), "--mmproj",
+        str(vision.projector), "--served-name", "named-projector", "--json",
+        stdin=subprocess.DEVNULL, timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    info = InstanceInfo.model_validate_json(done.stdout)
+    try:
+        assert info.argv[info.argv.index("--mmproj") + 1] == str(vision.projector)
+        assert info.vision is True
+    finally:
+        cli.roundhouse(vision.root, "engines", "stop", info.id, stdin=subprocess.DEVNULL)
+    missing = cli.roundhouse(
+        vision.root, "engines", "start", "llama.cpp", "-m", str(model), "--mmproj",
+        str(tmp_path / "gone.gguf"), no_color=True, stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 1 and "not a file here" in " ".join(missing.stderr.split())

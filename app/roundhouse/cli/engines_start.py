@@ -121,6 +121,12 @@ def _split(value: str | None) -> tuple[float, ...]:
     help="llama.cpp: split the model across these paired machines (names or ids): each "
     "lends an rpc-server on its loopback, reached over mutual TLS; released when it stops.",
 )
+@click.option(
+    "--mmproj",
+    metavar="FILE",
+    help="llama.cpp: the vision projector GGUF that reads images for the model (default: "
+    "the mmproj*.gguf beside the model, if any; 'none': start without one).",
+)
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -162,6 +168,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             rpc=_rpc(opts["rpc"]),
             tensor_split=_split(opts["split"]),
             across=_rpc(opts["across"]),
+            mmproj=opts["mmproj"],
         )
         if options.trust_remote_code:
             click.echo(

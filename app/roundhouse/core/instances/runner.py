@@ -92,14 +92,15 @@ class InstanceRunner:
                 return
             else:
                 entry.instance = instance
+                # Read before READY shows, so whoever waits for READY sees whether it sees.
+                key = await asyncio.to_thread(self._manager.engine_key, entry.id)
+                entry.vision = await read_vision(entry.engine, entry.base_url, key)
                 entry.status = InstanceStatus.READY
                 entry.ready_at = time.time()
                 self._table.changes.touch()
                 # The manager answers a start with its engine running.
                 assert instance.engine is not None
                 entry.models = instance.engine.identity.model_ids
-                key = await asyncio.to_thread(self._manager.engine_key, entry.id)
-                entry.vision = await read_vision(entry.engine, entry.base_url, key)
                 entry.memory = await self._memory.read(
                     entry.engine, entry.options, instance.engine.process.log, hardware
                 )
