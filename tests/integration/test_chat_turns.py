@@ -129,6 +129,22 @@ def test_a_new_conversation_then_an_existing_one(served: Served) -> None:
             stored = await client.chat(conversation.id)
             assert len(stored.messages) == 4
             assert stored.messages[-1].id == regenerated.message.id
+            # The old reply is kept, a branch beside the new one.
+            assert stored.messages[-1].sibling_ids == (ended.message.id, regenerated.message.id)
+            assert stored.message_count == 5
+
+            # An edit of the first message: a sibling of it, answered; the old branch kept.
+            first = stored.messages[0]
+            edit = TurnRequest(conversation_id=conversation.id, cut_from=first.id, content="Hi.")
+            started, _, edited = await _collect(client, edit)
+            assert started.conversation is not None
+            assert [m.content for m in started.conversation.messages] == ["Hi."]
+            assert edited.message is not None
+            stored = await client.chat(conversation.id)
+            assert [m.id for m in stored.messages][1:] == [edited.message.id]
+            assert stored.messages[0].sibling_ids == (first.id, stored.messages[0].id)
+            back = await client.switch_chat_branch(conversation.id, first.id)
+            assert back.messages[-1].id == regenerated.message.id and len(back.messages) == 4
 
     asyncio.run(scenario())
 

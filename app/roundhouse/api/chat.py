@@ -14,6 +14,17 @@ MAX_MESSAGE_CHARS = 2_000_000
 MAX_IMAGES = 4
 MAX_IMAGE_URL_CHARS = 12_000_000
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+# SQLite's largest rowid: a message id beyond it is no message (and no SQLite integer).
+MAX_ROW_ID = 2**63 - 1
+# A preset's name is a label in a menu.
+MAX_PRESET_NAME = 80
+# Search answers at most this many hits: a list to read, not a dump of the history.
+MAX_SEARCH_HITS = 200
+# An imported file: below the control API's body cap (32 MiB), so a refusal is ours, in words.
+MAX_IMPORT_BYTES = 30 * 1024 * 1024
+MAX_IMPORT_MESSAGES = 10_000
+EXPORT_FORMAT = "roundhouse-chat"
+EXPORT_VERSION = 1
 
 
 class _Frozen(BaseModel):
@@ -88,6 +99,22 @@ class NewMessage(_Frozen):
 class Message(NewMessage):
     id: int
     created_at: float = Field(description="seconds since the Unix epoch")
+    parent_id: int | None = Field(default=None, description="the message it answers or follows")
+    sibling_ids: tuple[int, ...] = Field(
+        default=(),
+        description="the versions of this message (itself included), oldest first: an edit "
+        "or a regenerate adds one; switch with POST /api/v1/chats/{id}/branch",
+    )
+
+    @property
+    def branch(self) -> int:
+        """Which version this is, from 1 (the "2" of "< 2/3 >")."""
+        return self.sibling_ids.index(self.id) + 1 if self.id in self.sibling_ids else 1
+
+    @property
+    def branches(self) -> int:
+        """How many versions there are (the "3" of "< 2/3 >")."""
+        return max(len(self.sibling_ids), 1)
 
 
 class MessageEdit(_Frozen):
@@ -104,7 +131,11 @@ class ConversationSummary(_Frozen):
 
 
 class Conversation(ConversationSummary):
+    """A conversation as read: `messages` is the path shown, from the first message to the
+    current branch's last (the other branches are in the export)."""
+
     system_prompt: str = ""
+    preset: str | None = Field(default=None, description="the preset the prompt came from")
     params: SamplingParams = SamplingParams()
     messages: list[Message] = []
 
@@ -115,6 +146,7 @@ class NewConversation(_Frozen):
     title: str | None = Field(default=None, max_length=200)
     model: str | None = None
     system_prompt: str = Field(default="", max_length=MAX_MESSAGE_CHARS)
+    preset: str | None = Field(default=None, max_length=MAX_PRESET_NAME)
     params: SamplingParams = SamplingParams()
     messages: list[NewMessage] = []
 
@@ -125,6 +157,7 @@ class ConversationUpdate(_Frozen):
     title: str | None = Field(default=None, min_length=1, max_length=200)
     model: str | None = None
     system_prompt: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    preset: str | None = Field(default=None, max_length=MAX_PRESET_NAME)
     params: SamplingParams | None = None
 
 
@@ -136,19 +169,22 @@ class TurnRequest(_Frozen):
     """`POST /api/v1/chats/turns`: one turn of a chat, run by the daemon.
 
     Without `conversation_id` a conversation is created from `new` (its model, system prompt
-    and sampling); with it, `cut_from` first deletes that message and every later one (an
-    edit, a regenerate). `content` is the user's message; None answers the conversation as
-    it stands (a regenerate). `model`, `system_prompt` and `params`, when given, are used for
-    this reply and kept on the conversation. `save: false` keeps nothing: the reply answers
-    `history` plus `content` (quick chat, `roundhouse chat --no-save`).
+    and sampling); with it, `cut_from` first goes back to just before that message, keeping
+    it and what followed as a branch (an edit, a regenerate): the new message or reply
+    becomes its sibling. `content` is the user's message; None answers the conversation as
+    it stands (a regenerate). `model`, `system_prompt` (with `preset`, the name it came from)
+    and `params`, when given, are used for this reply and kept on the conversation.
+    `save: false` keeps nothing: the reply answers `history` plus `content` (quick chat,
+    `roundhouse chat --no-save`).
     """
 
     conversation_id: str | None = None
     new: NewConversation | None = None
-    cut_from: int | None = None
+    cut_from: int | None = Field(default=None, ge=1, le=MAX_ROW_ID)
     content: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
     model: str | None = None
     system_prompt: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    preset: str | None = Field(default=None, max_length=MAX_PRESET_NAME)
     params: SamplingParams | None = None
     save: bool = True
     history: list[NewMessage] = Field(default=[], max_length=10_000)
@@ -191,3 +227,91 @@ class TurnEnded(_Frozen):
     reply: NewMessage
     message: Message | None = None
     not_saved: str | None = Field(default=None, description="why the reply was not saved")
+
+
+class BranchSwitch(_Frozen):
+    """`POST /api/v1/chats/{id}/branch`: show this version of a message; the path follows
+    its newest descendant."""
+
+    message_id: int = Field(ge=1, le=MAX_ROW_ID)
+
+
+class SearchHit(_Frozen):
+    conversation_id: str
+    title: str
+    updated_at: float
+    message_id: int | None = Field(default=None, description="None: the title matched")
+    role: Role | None = None
+    snippet: str = Field(description="the matching text with a little around it")
+
+
+class SearchResults(_Frozen):
+    query: str
+    hits: list[SearchHit]
+    truncated: bool = Field(default=False, description="more matched than `limit`")
+
+
+class Preset(_Frozen):
+    """A saved, named system prompt."""
+
+    name: str = Field(min_length=1, max_length=MAX_PRESET_NAME)
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_label(cls, name: str) -> str:
+        name = " ".join(name.split())
+        if not name:
+            raise ValueError("a preset's name must not be blank")
+        if "/" in name:
+            # It is part of a route's path (/chats/presets/{name}).
+            raise ValueError("a preset's name may not contain /")
+        return name
+
+
+class PresetText(_Frozen):
+    """`PUT /api/v1/chats/presets/{name}`: the text saved under that name."""
+
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+
+class PresetList(_Frozen):
+    presets: list[Preset]
+
+
+class ExportedMessage(_Frozen):
+    """One message of an export; `id` and `parent` name messages of the same file only."""
+
+    id: int
+    parent: int | None = None
+    role: Role
+    content: str = Field(max_length=MAX_MESSAGE_CHARS)
+    reasoning: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    stats: ReplyStats | None = None
+    images: tuple[str, ...] = Field(default=(), max_length=MAX_IMAGES)
+    created_at: float
+
+    @field_validator("images")
+    @classmethod
+    def _images_are_data_urls(cls, images: tuple[str, ...]) -> tuple[str, ...]:
+        for url in images:
+            check_image_url(url)
+        return images
+
+
+class ChatExport(_Frozen):
+    """A conversation with every branch, as `roundhouse chats export --format json` writes
+    it and import reads it. Messages come parents first; `current` is the last message of
+    the branch shown."""
+
+    format: str = EXPORT_FORMAT
+    version: int = EXPORT_VERSION
+    title: str = Field(max_length=200)
+    model: str | None = None
+    system_prompt: str = Field(default="", max_length=MAX_MESSAGE_CHARS)
+    preset: str | None = Field(default=None, max_length=MAX_PRESET_NAME)
+    params: SamplingParams = SamplingParams()
+    created_at: float
+    updated_at: float
+    current: int | None = None
+    messages: list[ExportedMessage] = Field(default=[], max_length=MAX_IMPORT_MESSAGES)

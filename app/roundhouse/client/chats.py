@@ -11,7 +11,9 @@ import httpx
 from pydantic import BaseModel
 
 from roundhouse.api.chat import (
+    BranchSwitch,
     ChatDelta,
+    ChatExport,
     Conversation,
     ConversationList,
     ConversationUpdate,
@@ -19,6 +21,10 @@ from roundhouse.api.chat import (
     MessageEdit,
     NewConversation,
     NewMessage,
+    Preset,
+    PresetList,
+    PresetText,
+    SearchResults,
     TurnEnded,
     TurnRequest,
     TurnStarted,
@@ -84,8 +90,45 @@ class ChatsMixin:
         return await self._request("PUT", path, Message, content=body, headers=_JSON)
 
     async def delete_messages_from(self, conversation_id: str, message_id: int) -> None:
-        """Delete the message and every later one of the conversation."""
+        """Delete the message and everything that followed it, in every branch."""
         await self._send("DELETE", f"{_chat(conversation_id)}/messages/{message_id}")
+
+    async def switch_chat_branch(self, conversation_id: str, message_id: int) -> Conversation:
+        """Show this version of a message; the path follows its newest descendant."""
+        body = BranchSwitch(message_id=message_id).model_dump_json()
+        path = f"{_chat(conversation_id)}/branch"
+        return await self._request("POST", path, Conversation, content=body, headers=_JSON)
+
+    async def search_chats(self, text: str, limit: int = 50) -> SearchResults:
+        params = {"q": text, "limit": str(limit)}
+        return await self._request("GET", "/chats/search", SearchResults, params=params)
+
+    async def export_chat(self, conversation_id: str) -> ChatExport:
+        """The conversation with every branch, as import reads it."""
+        path = f"{_chat(conversation_id)}/export"
+        return await self._request("GET", path, ChatExport, params={"format": "json"})
+
+    async def export_chat_markdown(self, conversation_id: str) -> str:
+        """The branch shown, as Markdown."""
+        path = f"{_chat(conversation_id)}/export"
+        return (await self._send("GET", path, params={"format": "md"})).text
+
+    async def import_chat(self, raw: bytes) -> Conversation:
+        """Add a conversation from a JSON export's bytes (checked by the daemon)."""
+        return await self._request(
+            "POST", "/chats/import", Conversation, content=raw, headers=_JSON
+        )
+
+    async def chat_presets(self) -> PresetList:
+        return await self._request("GET", "/chats/presets", PresetList)
+
+    async def save_chat_preset(self, name: str, text: str) -> Preset:
+        path = "/chats/presets/" + quote(name, safe="")
+        body = PresetText(text=text).model_dump_json()
+        return await self._request("PUT", path, Preset, content=body, headers=_JSON)
+
+    async def delete_chat_preset(self, name: str) -> None:
+        await self._send("DELETE", "/chats/presets/" + quote(name, safe=""))
 
     async def chat_turn(self, request: TurnRequest) -> AsyncGenerator[TurnEvent, None]:
         """One chat turn run by the daemon: TurnStarted (the user's message saved), a

@@ -11,6 +11,7 @@ from typing import Any
 
 from roundhouse.api.chat import (
     MAX_MESSAGE_CHARS,
+    ChatExport,
     Conversation,
     ConversationSummary,
     ConversationUpdate,
@@ -18,12 +19,16 @@ from roundhouse.api.chat import (
     MessageEdit,
     NewConversation,
     NewMessage,
+    Preset,
     ReplyStats,
     Role,
     SamplingParams,
+    SearchResults,
 )
 from roundhouse.core.chat.schema import MIGRATIONS
+from roundhouse.core.chat.search import search
 from roundhouse.core.chat.titles import DEFAULT_TITLE, title_from
+from roundhouse.core.chat.transfer import to_export
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 from roundhouse.core.infra.sqlite import connect_wal, transaction
 
@@ -35,7 +40,25 @@ _SUMMARY = """
     FROM conversations c
 """
 _NEWEST_FIRST = " ORDER BY c.updated_at DESC, c.rowid DESC"
-_MESSAGE = "SELECT id, role, content, reasoning, stats, created_at, images FROM messages"
+_MESSAGE = "SELECT id, role, content, reasoning, stats, created_at, images, parent_id FROM messages"
+# The current path: from the conversation's leaf up through each parent (ids grow downwards,
+# a parent being written before its children, so `ORDER BY id` reads it top to bottom).
+_PATH = """
+    WITH RECURSIVE path (id) AS (
+        SELECT leaf_id FROM conversations WHERE id = ? AND leaf_id IS NOT NULL
+        UNION ALL
+        SELECT m.parent_id FROM messages m JOIN path ON m.id = path.id
+        WHERE m.parent_id IS NOT NULL
+    )
+"""
+# The newest message under one (itself included): a child is newer than its parent, so the
+# newest one has no children and ends the branch that was written last.
+_NEWEST_UNDER = """
+    WITH RECURSIVE below (id) AS (
+        SELECT ? UNION ALL SELECT m.id FROM messages m JOIN below ON m.parent_id = below.id
+    )
+    SELECT MAX(id) FROM below
+"""
 
 
 def new_conversation_id() -> str:
@@ -79,21 +102,51 @@ class ChatDatabase:
         return [self._summary(row) for row in rows]
 
     def conversation(self, conversation_id: str) -> Conversation:
+        """The conversation with the messages of its current path, each knowing its
+        siblings (the other versions an edit or a regenerate left)."""
         row = self._db.execute(
-            "SELECT system_prompt, params FROM conversations WHERE id = ?", (conversation_id,)
+            "SELECT system_prompt, params, preset FROM conversations WHERE id = ?",
+            (conversation_id,),
         ).fetchone()
         if row is None:
             raise _no_conversation(conversation_id)
         summary = self._db.execute(_SUMMARY + " WHERE c.id = ?", (conversation_id,)).fetchone()
         messages = self._db.execute(
-            _MESSAGE + " WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+            _PATH + _MESSAGE + " WHERE id IN (SELECT id FROM path) ORDER BY id",
+            (conversation_id,),
         ).fetchall()
+        siblings = self._siblings(conversation_id)
         return Conversation(
             **self._summary(summary).model_dump(),
             system_prompt=row[0],
             params=SamplingParams.model_validate_json(row[1]),
-            messages=[self._message(m) for m in messages],
+            preset=row[2],
+            messages=[self._message(m, siblings) for m in messages],
         )
+
+    def all_messages(self, conversation_id: str) -> tuple[list[Message], int | None]:
+        """Every message of every branch, parents first, and the current path's last."""
+        row = self._db.execute(
+            "SELECT leaf_id FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if row is None:
+            raise _no_conversation(conversation_id)
+        rows = self._db.execute(
+            _MESSAGE + " WHERE conversation_id = ? ORDER BY id", (conversation_id,)
+        ).fetchall()
+        siblings = self._siblings(conversation_id)
+        return [self._message(m, siblings) for m in rows], row[0]
+
+    def _siblings(self, conversation_id: str) -> dict[int | None, tuple[int, ...]]:
+        """Each parent's children, oldest first (None: the conversation's first messages)."""
+        rows = self._db.execute(
+            "SELECT parent_id, id FROM messages WHERE conversation_id = ? ORDER BY id",
+            (conversation_id,),
+        ).fetchall()
+        children: dict[int | None, list[int]] = {}
+        for parent, message_id in rows:
+            children.setdefault(parent, []).append(message_id)
+        return {parent: tuple(ids) for parent, ids in children.items()}
 
     # -- conversations ----------------------------------------------------------------------
 
@@ -111,15 +164,21 @@ class ChatDatabase:
             conversation_id = self._insert_conversation(
                 title or title_from(first_user), title is None, new, now
             )
+            parent: int | None = None
             for message in new.messages:
-                self._insert_message(conversation_id, message, now)
-            self._db.execute(
-                "DELETE FROM conversations WHERE id IN (SELECT c.id FROM conversations c"
-                + _NEWEST_FIRST
-                + " LIMIT -1 OFFSET ?)",
-                (max_conversations,),
-            )
+                parent = self._insert_message(conversation_id, message, now, parent)
+            self._set_leaf(conversation_id, parent)
+            self._trim(max_conversations)
         return self.conversation(conversation_id)
+
+    def _trim(self, max_conversations: int) -> None:
+        """Delete the least recently updated conversations beyond `max_conversations`."""
+        self._db.execute(
+            "DELETE FROM conversations WHERE id IN (SELECT c.id FROM conversations c"
+            + _NEWEST_FIRST
+            + " LIMIT -1 OFFSET ?)",
+            (max_conversations,),
+        )
 
     def _insert_conversation(
         self, title: str, title_auto: bool, new: NewConversation, now: float
@@ -129,13 +188,14 @@ class ChatDatabase:
             try:
                 self._db.execute(
                     "INSERT INTO conversations (id, title, title_auto, model, system_prompt, "
-                    "params, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "preset, params, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         conversation_id,
                         title,
                         int(title_auto),
                         new.model,
                         new.system_prompt,
+                        new.preset,
                         new.params.model_dump_json(exclude_none=True),
                         now,
                         now,
@@ -160,6 +220,8 @@ class ChatDatabase:
         if "system_prompt" in given:
             _check_length(update.system_prompt)
             changes["system_prompt"] = update.system_prompt or ""
+        if "preset" in given:
+            changes["preset"] = update.preset
         if "params" in given:
             params = update.params or SamplingParams()
             changes["params"] = params.model_dump_json(exclude_none=True)
@@ -177,14 +239,17 @@ class ChatDatabase:
     # -- messages ---------------------------------------------------------------------------
 
     def add_message(self, conversation_id: str, new: NewMessage) -> Message:
+        """Add a message after the current path's last; it becomes the path's last."""
         _check_length(new.content)
         _check_length(new.reasoning)
         now = self._clock()
         with transaction(self._db):
             self._touch(conversation_id)
-            message_id = self._insert_message(conversation_id, new, now)
+            parent = self._leaf(conversation_id)
+            message_id = self._insert_message(conversation_id, new, now, parent)
+            self._set_leaf(conversation_id, message_id)
             self._retitle(conversation_id)
-        return Message(**new.model_dump(), id=message_id, created_at=now)
+        return self._read_message(conversation_id, message_id)
 
     def edit_message(self, conversation_id: str, message_id: int, edit: MessageEdit) -> Message:
         _check_length(edit.content)
@@ -195,27 +260,143 @@ class ChatDatabase:
                 "UPDATE messages SET content = ? WHERE id = ?", (edit.content, message_id)
             )
             self._retitle(conversation_id)
-            row = self._db.execute(_MESSAGE + " WHERE id = ?", (message_id,)).fetchone()
-        return self._message(row)
+        return self._read_message(conversation_id, message_id)
 
-    def delete_messages_from(self, conversation_id: str, message_id: int) -> None:
-        """Delete the message and every later one of its conversation (regenerate, edit and
-        resend)."""
+    def rewind(self, conversation_id: str, message_id: int) -> None:
+        """Go back to just before the message (an edit, a regenerate): the path ends at its
+        parent, and the message with what followed stays, a branch to switch back to."""
         with transaction(self._db):
             self._touch(conversation_id)
+            parent = self._check_message(conversation_id, message_id)
+            self._set_leaf(conversation_id, parent)
+
+    def switch_branch(self, conversation_id: str, message_id: int) -> Conversation:
+        """Show this version of a message: the path goes through it to its newest
+        descendant."""
+        with transaction(self._db):
             self._check_message(conversation_id, message_id)
-            self._db.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND id >= ?",
-                (conversation_id, message_id),
-            )
+            newest = self._db.execute(_NEWEST_UNDER, (message_id,)).fetchone()[0]
+            # Not an update of the conversation: switching does not move it up the list.
+            self._set_leaf(conversation_id, newest)
+        return self.conversation(conversation_id)
+
+    def delete_messages_from(self, conversation_id: str, message_id: int) -> None:
+        """Delete the message and everything that followed it, in every branch; the path
+        then ends at the newest message left under its parent."""
+        with transaction(self._db):
+            self._touch(conversation_id)
+            parent = self._check_message(conversation_id, message_id)
+            # The children go with it (ON DELETE CASCADE on parent_id).
+            self._db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            leaf = self._leaf(conversation_id)
+            if leaf is None or not self._exists(leaf):
+                if parent is not None:
+                    leaf = self._db.execute(_NEWEST_UNDER, (parent,)).fetchone()[0]
+                else:
+                    leaf = self._db.execute(
+                        "SELECT MAX(id) FROM messages WHERE conversation_id = ?",
+                        (conversation_id,),
+                    ).fetchone()[0]
+                self._set_leaf(conversation_id, leaf)
             self._retitle(conversation_id)
+
+    # -- search, export, import -------------------------------------------------------------
+
+    def search(self, text: str, limit: int) -> SearchResults:
+        return search(self._db, text, limit)
+
+    def export(self, conversation_id: str) -> ChatExport:
+        messages, leaf = self.all_messages(conversation_id)
+        return to_export(self.conversation(conversation_id), messages, leaf)
+
+    def import_export(self, export: ChatExport, max_conversations: int) -> Conversation:
+        """Add the exported conversation with every branch, in one transaction: a failure
+        leaves nothing of it. `export` is checked (`transfer.parse_export`)."""
+        for message in export.messages:
+            _check_length(message.content)
+            _check_length(message.reasoning)
+        now = self._clock()
+        new = NewConversation(
+            model=export.model,
+            system_prompt=export.system_prompt,
+            preset=export.preset,
+            params=export.params,
+        )
+        title = export.title.strip() or DEFAULT_TITLE
+        with transaction(self._db):
+            conversation_id = self._insert_conversation(title, False, new, now)
+            ids: dict[int, int] = {}
+            for message in export.messages:
+                new_message = NewMessage(
+                    role=message.role,
+                    content=message.content,
+                    reasoning=message.reasoning,
+                    stats=message.stats,
+                    images=message.images,
+                )
+                parent = ids[message.parent] if message.parent is not None else None
+                ids[message.id] = self._insert_message(
+                    conversation_id, new_message, message.created_at, parent
+                )
+            last = export.messages[-1].id if export.messages else None
+            current = export.current if export.current is not None else last
+            self._set_leaf(conversation_id, ids[current] if current is not None else None)
+            self._db.execute(
+                "UPDATE conversations SET created_at = ? WHERE id = ?",
+                (export.created_at, conversation_id),
+            )
+            self._trim(max_conversations)
+        return self.conversation(conversation_id)
+
+    # -- system-prompt presets ---------------------------------------------------------------
+
+    def presets(self) -> list[Preset]:
+        rows = self._db.execute("SELECT name, text FROM presets ORDER BY name COLLATE NOCASE")
+        return [Preset(name=row[0], text=row[1]) for row in rows]
+
+    def preset(self, name: str) -> Preset:
+        row = self._db.execute("SELECT name, text FROM presets WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise _no_preset(name)
+        return Preset(name=row[0], text=row[1])
+
+    def save_preset(self, preset: Preset, max_presets: int) -> Preset:
+        """Add the preset, or replace the text of the one with that name (any case)."""
+        _check_length(preset.text)
+        now = self._clock()
+        with transaction(self._db):
+            known = self._db.execute(
+                "SELECT 1 FROM presets WHERE name = ?", (preset.name,)
+            ).fetchone()
+            count = self._db.execute("SELECT COUNT(*) FROM presets").fetchone()[0]
+            if known is None and count >= max_presets:
+                raise InvalidInputError(
+                    f"There are {count} presets already, the most kept. Remove one first "
+                    "(`roundhouse chats presets remove NAME`)."
+                )
+            self._db.execute(
+                "INSERT INTO presets (name, text, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET text = excluded.text, "
+                "updated_at = excluded.updated_at",
+                (preset.name, preset.text, now, now),
+            )
+        return self.preset(preset.name)
+
+    def delete_preset(self, name: str) -> None:
+        """Remove a preset; the conversations that use it keep its text."""
+        with transaction(self._db):
+            gone = self._db.execute("DELETE FROM presets WHERE name = ?", (name,))
+            if gone.rowcount == 0:
+                raise _no_preset(name)
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _insert_message(self, conversation_id: str, message: NewMessage, now: float) -> int:
+    def _insert_message(
+        self, conversation_id: str, message: NewMessage, now: float, parent: int | None
+    ) -> int:
         cursor = self._db.execute(
             "INSERT INTO messages (conversation_id, role, content, reasoning, stats, "
-            "created_at, images) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "created_at, images, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 conversation_id,
                 message.role.value,
@@ -224,10 +405,30 @@ class ChatDatabase:
                 _stats_json(message.stats),
                 now,
                 json.dumps(list(message.images)) if message.images else None,
+                parent,
             ),
         )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
+
+    def _leaf(self, conversation_id: str) -> int | None:
+        row = self._db.execute(
+            "SELECT leaf_id FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        return row[0] if row is not None else None
+
+    def _set_leaf(self, conversation_id: str, leaf: int | None) -> None:
+        self._db.execute(
+            "UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf, conversation_id)
+        )
+
+    def _exists(self, message_id: int) -> bool:
+        row = self._db.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return row is not None
+
+    def _read_message(self, conversation_id: str, message_id: int) -> Message:
+        row = self._db.execute(_MESSAGE + " WHERE id = ?", (message_id,)).fetchone()
+        return self._message(row, self._siblings(conversation_id))
 
     def _touch(self, conversation_id: str, **changes: Any) -> None:
         """Set `changes` and the time of the last update; NotFoundError if it is gone."""
@@ -240,9 +441,10 @@ class ChatDatabase:
         if cursor.rowcount == 0:
             raise _no_conversation(conversation_id)
 
-    def _check_message(self, conversation_id: str, message_id: int) -> None:
+    def _check_message(self, conversation_id: str, message_id: int) -> int | None:
+        """The message's parent; NotFoundError when the conversation has no such message."""
         row = self._db.execute(
-            "SELECT 1 FROM messages WHERE id = ? AND conversation_id = ?",
+            "SELECT parent_id FROM messages WHERE id = ? AND conversation_id = ?",
             (message_id, conversation_id),
         ).fetchone()
         if row is None:
@@ -250,6 +452,8 @@ class ChatDatabase:
                 f"The conversation {conversation_id} has no message {message_id}; it may have "
                 "been deleted. Reload the conversation."
             )
+        parent: int | None = row[0]
+        return parent
 
     def _retitle(self, conversation_id: str) -> None:
         """While the title is automatic, it follows the first user message."""
@@ -275,7 +479,7 @@ class ChatDatabase:
         )
 
     @staticmethod
-    def _message(row: Any) -> Message:
+    def _message(row: Any, siblings: dict[int | None, tuple[int, ...]]) -> Message:
         return Message(
             id=row[0],
             role=Role(row[1]),
@@ -284,7 +488,15 @@ class ChatDatabase:
             stats=ReplyStats.model_validate(json.loads(row[4])) if row[4] else None,
             created_at=row[5],
             images=tuple(json.loads(row[6])) if row[6] else (),
+            parent_id=row[7],
+            sibling_ids=siblings.get(row[7], (row[0],)),
         )
+
+
+def _no_preset(name: str) -> NotFoundError:
+    return NotFoundError(
+        f"No system-prompt preset named “{name}”. List them with `roundhouse chats presets list`."
+    )
 
 
 def _no_conversation(conversation_id: str) -> NotFoundError:

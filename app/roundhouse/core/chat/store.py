@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from roundhouse.api.chat import (
+    ChatExport,
     Conversation,
     ConversationSummary,
     ConversationUpdate,
@@ -19,6 +20,8 @@ from roundhouse.api.chat import (
     MessageEdit,
     NewConversation,
     NewMessage,
+    Preset,
+    SearchResults,
 )
 from roundhouse.core.chat.database import ChatDatabase, Clock, connect
 from roundhouse.core.errors import RoundhouseError
@@ -29,6 +32,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CHAT_FILE = "chat.sqlite3"
+# Presets are a menu: beyond this many, one is removed before another is added.
+MAX_PRESETS = 200
 
 
 class ChatHistoryError(RoundhouseError):
@@ -83,6 +88,33 @@ class ChatStore:
 
     async def delete_messages_from(self, conversation_id: str, message_id: int) -> None:
         await self._run(lambda db: db.delete_messages_from(conversation_id, message_id))
+
+    async def rewind(self, conversation_id: str, message_id: int) -> None:
+        await self._run(lambda db: db.rewind(conversation_id, message_id))
+
+    async def switch_branch(self, conversation_id: str, message_id: int) -> Conversation:
+        return await self._run(lambda db: db.switch_branch(conversation_id, message_id))
+
+    async def search(self, text: str, limit: int = 50) -> SearchResults:
+        return await self._run(lambda db: db.search(text, limit))
+
+    async def export(self, conversation_id: str) -> ChatExport:
+        return await self._run(lambda db: db.export(conversation_id))
+
+    async def import_export(self, export: ChatExport) -> Conversation:
+        return await self._run(lambda db: db.import_export(export, self._max_conversations()))
+
+    async def presets(self) -> list[Preset]:
+        return await self._run(lambda db: db.presets())
+
+    async def preset(self, name: str) -> Preset:
+        return await self._run(lambda db: db.preset(name))
+
+    async def save_preset(self, preset: Preset) -> Preset:
+        return await self._run(lambda db: db.save_preset(preset, MAX_PRESETS))
+
+    async def delete_preset(self, name: str) -> None:
+        await self._run(lambda db: db.delete_preset(name))
 
     async def close(self) -> None:
         await asyncio.to_thread(self._close)

@@ -212,7 +212,8 @@ class ChatTurns:
         if not (request.model or conversation.model):
             raise InvalidInputError(NO_MODEL)
         if request.cut_from is not None:
-            await self._store.delete_messages_from(chat_id, request.cut_from)
+            # The old message and what followed stay, a branch to switch back to.
+            await self._store.rewind(chat_id, request.cut_from)
         changed = {k: v for k, v in given.items() if getattr(conversation, k) != v}
         if changed:
             await self._store.update(chat_id, ConversationUpdate(**changed))
@@ -312,6 +313,7 @@ def _given(request: TurnRequest) -> dict[str, Any]:
         given["model"] = request.model
     if request.system_prompt is not None:
         given["system_prompt"] = request.system_prompt
+        given["preset"] = request.preset
     if request.params is not None:
         given["params"] = request.params
     return given
