@@ -7,6 +7,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from roundhouse.cli.daemon_link import daemon_client, home_of, run_async
+from roundhouse.cli.engines_capabilities import (
+    capability_options,
+    capability_values,
+    wants_auto_moe,
+    with_proposed_moe,
+)
 from roundhouse.cli.engines_common import ENGINE_IDS, resolve_id
 
 if TYPE_CHECKING:
@@ -71,8 +77,6 @@ def _split(value: str | None) -> tuple[float, ...]:
     help="vLLM/SGLang: the share of the GPU's memory the engine may take (0-1).",
 )
 @click.option("--max-model-len", type=click.IntRange(1), help="vLLM/SGLang: context length.")
-@click.option("--draft-model", help="MLX: a draft model for speculative decoding.")
-@click.option("--num-draft-tokens", type=click.IntRange(1), help="MLX: tokens drafted per step.")
 @click.option(
     "--memory-report",
     is_flag=True,
@@ -127,6 +131,7 @@ def _split(value: str | None) -> tuple[float, ...]:
     help="llama.cpp: the vision projector GGUF that reads images for the model (default: "
     "the mmproj*.gguf beside the model, if any; 'none': start without one).",
 )
+@capability_options
 @click.option("--extra-arg", "extra_args", multiple=True, help="Pass one more argument as is.")
 @click.option("--no-wait", is_flag=True, help="Return once the engine is launched.")
 @click.option("--json", "as_json", is_flag=True, help="Print the instance as JSON.")
@@ -157,8 +162,6 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             pipeline_parallel=opts["pipeline_parallel"],
             gpu_memory_utilization=opts["gpu_memory_utilization"],
             max_model_len=opts["max_model_len"],
-            draft_model=opts["draft_model"],
-            num_draft_tokens=opts["num_draft_tokens"],
             extra_args=tuple(opts["extra_args"]),
             memory_report=opts["memory_report"],
             reranking=opts["reranking"],
@@ -169,6 +172,7 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
             tensor_split=_split(opts["split"]),
             across=_rpc(opts["across"]),
             mmproj=opts["mmproj"],
+            **capability_values(opts),
         )
         if options.trust_remote_code:
             click.echo(
@@ -188,19 +192,34 @@ def start(ctx: click.Context, /, engine: str, **opts: Any) -> None:
     if (opts["save_preset"] or opts["preset"]) and not options.model:
         fail("Presets are saved per model: give --model.")
     info = run_async(
-        _start(ctx, request, opts["save_preset"], not opts["no_wait"], opts["as_json"])
+        _start(
+            ctx,
+            request,
+            opts["save_preset"],
+            not opts["no_wait"],
+            opts["as_json"],
+            auto_moe=wants_auto_moe(opts),
+        )
     )
     _report_started(info, opts["as_json"], _gateway_url(ctx))
 
 
 async def _start(
-    ctx: click.Context, request: Any, save_as: str | None, wait: bool, quiet: bool
+    ctx: click.Context,
+    request: Any,
+    save_as: str | None,
+    wait: bool,
+    quiet: bool,
+    *,
+    auto_moe: bool = False,
 ) -> InstanceInfo:
     import asyncio
 
     from roundhouse.api.instances import InstanceStatus, Preset
 
     async with daemon_client(ctx) as client:
+        if auto_moe:
+            request = await with_proposed_moe(client, request)
         if not quiet:
             await _say_fit(client, request)
         if save_as:
