@@ -143,12 +143,13 @@ class FeedNotices:
         return []
 
     def downloads(self, queue: DownloadQueueView) -> list[Notice]:
-        now = {item.id: item.state for item in queue.items}
+        items: list[DownloadItem | OllamaPullItem] = [*queue.items, *queue.ollama]
+        now = {item.id: item.state for item in items}
         before, self._downloads = self._downloads, now
         if before is None:
             return []  # the queue as the app found it: not news
         notices: list[Notice] = []
-        for item in queue.items:
+        for item in items:
             was = before.get(item.id)
             if was == item.state:
                 continue
