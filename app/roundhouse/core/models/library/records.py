@@ -11,6 +11,7 @@ from pathlib import Path
 
 from roundhouse.api.engines import ModelFormat
 from roundhouse.api.library import LibraryModel, LibrarySource
+from roundhouse.core.engines.projector import pick_projector
 from roundhouse.core.errors import RoundhouseError
 from roundhouse.core.models.hub.quants import GgufGroup, group_gguf_files
 from roundhouse.core.models.library.engines import engines_for
@@ -119,10 +120,12 @@ def gguf_records(
 ) -> list[Record]:
     """One entry per GGUF model (a split one counted once), a projector beside it attached."""
     groups = group_gguf_files(files)
-    projectors: dict[str, str] = {}
+    # Per folder, its projectors; the one paired is the one llama-server is given (F16 first).
+    projectors: dict[str, list[Path]] = {}
     for group in groups:
         if group.projector:
-            projectors.setdefault(str(Path(group.first.path).parent), group.first.path)
+            path = Path(group.first.path)
+            projectors.setdefault(str(path.parent), []).append(path)
     records = []
     for group in groups:
         if group.projector:
@@ -145,7 +148,7 @@ def gguf_records(
             format=ModelFormat.GGUF,
             path=group.first.path,
             paths=[f.path for f in group.files],
-            projector=projectors.get(str(Path(group.first.path).parent)),
+            projector=_paired(projectors.get(str(Path(group.first.path).parent), [])),
             repo=repo,
             revision=hf.commit if hf is not None else None,
             refs=list(refs),
@@ -212,3 +215,8 @@ def _when(mtime_ns: int) -> datetime | None:
         return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def _paired(projectors: Sequence[Path]) -> str | None:
+    chosen = pick_projector(projectors)
+    return str(chosen) if chosen is not None else None
