@@ -69,9 +69,21 @@ def _app_with_key(qapp: QApplication, home_root: Path, display: str) -> tuple[Ui
     return ui, key
 
 
+def _quick_chat_command(home_root: Path) -> subprocess.Popen[str]:
+    """`roundhouse quick-chat` in a process of its own, as a desktop shortcut runs it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "roundhouse", "--home", str(home_root), "quick-chat"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _quick_chat_shown(ui: Ui) -> bool:
-    return ui.quick_chat is not None and ui.quick_chat.window is not None and (
-        ui.quick_chat.window.isVisible()
+    return (
+        ui.quick_chat is not None
+        and ui.quick_chat.window is not None
+        and (ui.quick_chat.window.isVisible())
     )
 
 
@@ -183,12 +195,7 @@ def test_roundhouse_quick_chat_opens_it_in_the_running_app(
 
     async def scenario() -> None:
         await connect(ui)
-        cli = subprocess.Popen(
-            [sys.executable, "-m", "roundhouse", "--home", str(home_root), "quick-chat"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        cli = _quick_chat_command(home_root)
         await wait_until(lambda: cli.poll() is not None, 30, "roundhouse quick-chat to end")
         out, err = cli.communicate()
         assert cli.returncode == 0, (out, err)

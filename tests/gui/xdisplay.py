@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
+SCREEN = "1024x768x24"
 # A window of another program: Tk, in a process of its own, named so xdotool finds it.
 OTHER_APP = "other-app"
 _TK_WINDOW = textwrap.dedent(
@@ -41,7 +42,7 @@ def xvfb() -> Iterator[str]:
     """A fresh Xvfb on a free display number; its name (":N")."""
     read, write = os.pipe()
     server = subprocess.Popen(
-        [_need("Xvfb"), "-displayfd", str(write), "-nolisten", "tcp", "-screen", "0", "1024x768x24"],
+        [_need("Xvfb"), "-displayfd", str(write), "-nolisten", "tcp", "-screen", "0", SCREEN],
         pass_fds=(write,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -24,12 +24,12 @@ class MSG(ctypes.Structure):
 
     _fields_ = [
         ("hwnd", ctypes.c_void_p),
-        ("message", ctypes.c_uint),
+        ("message", ctypes.c_uint32),
         ("wParam", ctypes.c_size_t),  # WPARAM: UINT_PTR
         ("lParam", ctypes.c_ssize_t),  # LPARAM: LONG_PTR
-        ("time", ctypes.c_ulong),
-        ("pt_x", ctypes.c_long),
-        ("pt_y", ctypes.c_long),
+        ("time", ctypes.c_uint32),  # DWORD
+        ("pt_x", ctypes.c_int32),  # LONG: 32 bits on Windows
+        ("pt_y", ctypes.c_int32),
     ]
 
 
@@ -74,7 +74,8 @@ class WindowsHotkey(HotkeyBackend):
     ) -> None:
         super().__init__(parent)
         self._user32 = user32
-        self._last_error = last_error or ctypes.get_last_error  # type: ignore[attr-defined,unused-ignore]
+        # GetLastError as ctypes kept it (only Windows has it; the tests give their own).
+        self._last_error = last_error or getattr(ctypes, "get_last_error", lambda: 0)
         self.registered = False
         self.filter = _HotkeyFilter(self)
         self._filtering = False
