@@ -1,14 +1,25 @@
-"""A reply's Markdown on screen: prose as rich text, each fenced code block monospace with Copy.
+"""A reply's Markdown on screen: prose as rich text, each fenced code block coloured by
+language with Copy and Save….
 
 While a reply streams only the last segment is touched: earlier blocks keep their widgets,
-a streaming code block gets the new characters appended, never the whole text again.
+a streaming code block gets the new characters appended, never the whole text again, and
+is coloured in time slices (gui/code_highlight.py).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QResizeEvent, QTextCursor
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
+from PySide6.QtGui import (
+    QFontDatabase,
+    QGuiApplication,
+    QPalette,
+    QResizeEvent,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
+    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -20,6 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from roundhouse.gui.code_highlight import CodeHighlighter, extension_for, guess_language
+from roundhouse.gui.icons import is_dark
 from roundhouse.gui.markdown_segments import Segment, SegmentedText, SegmentKind
 from roundhouse.gui.widgets.link_prompt import ask_to_open, link_tooltip
 from roundhouse.gui.widgets.reply_html import reply_html
@@ -112,7 +125,8 @@ class TextBlock(WrappedLabel):
 
 
 class CodeBlock(QFrame):
-    """A fenced code block: its language, a Copy button, the code read-only and monospace."""
+    """A fenced code block: its language, Copy and Save…, the code read-only, monospace and
+    coloured by language (the fence's, else a cheap guess once the block is closed)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -124,10 +138,15 @@ class CodeBlock(QFrame):
         self.copy_button.setToolTip("Copy this code block")
         self.copy_button.setFlat(True)
         self.copy_button.clicked.connect(self.copy)
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip("Save this code block as a file")
+        self.save_button.setFlat(True)
+        self.save_button.clicked.connect(self.ask_where_to_save)
         header = QHBoxLayout()
         header.setContentsMargins(8, 2, 2, 0)
         header.addWidget(self.language_label, 1)
         header.addWidget(self.copy_button)
+        header.addWidget(self.save_button)
         self.view = QPlainTextEdit()
         self.view.setReadOnly(True)
         self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -137,12 +156,18 @@ class CodeBlock(QFrame):
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
+        self.highlighter = CodeHighlighter(self.view.document(), is_dark(self.palette()))
+        self._colour_view()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 4)
         layout.setSpacing(0)
         layout.addLayout(header)
         layout.addWidget(self.view)
         self.code = ""
+        self.language = ""  # the fence's, or the guess
+        self.closed = False
+        self.save_dialog: QFileDialog | None = None
+        self.save_error: QMessageBox | None = None
         self._lines = 0
         self._widest = 0
         self._copied = QTimer(self)
@@ -150,11 +175,18 @@ class CodeBlock(QFrame):
         self._copied.timeout.connect(lambda: self.copy_button.setText("Copy"))
         self._fit()
 
-    def set_code(self, code: str, language: str = "") -> None:
-        if language != self.language_label.text():
+    def set_code(self, code: str, language: str = "", *, closed: bool = True) -> None:
+        if not language and closed:
+            language = guess_language(code)
+        if language != self.language:
+            self.language = language
             self.language_label.setText(language)
-        if code == self.code:
-            return
+        if code != self.code:
+            self._show_code(code)
+        self.closed = closed
+        self.highlighter.update_code(code, language, closed=closed)
+
+    def _show_code(self, code: str) -> None:
         if code.startswith(self.code) and self.code:
             # Streaming: append what came, leaving the document (and the selection) alone.
             cursor = QTextCursor(self.view.document())
@@ -171,10 +203,64 @@ class CodeBlock(QFrame):
         self._lines = code.count("\n") + 1
         self._fit()
 
+    def html(self) -> str:
+        """The code as HTML with the colours shown."""
+        return self.highlighter.html()
+
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.code)
         self.copy_button.setText("Copied")
         self._copied.start(COPIED_MS)
+
+    def ask_where_to_save(self) -> None:
+        """A file dialog named after the language (snippet.py); the file is written once a
+        name is chosen."""
+        suggested = Path.home() / f"snippet{extension_for(self.language)}"
+        dialog = QFileDialog(self.window(), "Save the code block", str(suggested))
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+        dialog.selectFile(str(suggested))
+        dialog.fileSelected.connect(self.save_to)
+        dialog.finished.connect(self._forget_save_dialog)
+        self.save_dialog = dialog
+        dialog.open()
+
+    def _forget_save_dialog(self) -> None:
+        self.save_dialog = None
+
+    def save_to(self, path: str) -> bool:
+        """Write the code to `path`; a failure is said in a message box, in words."""
+        try:
+            Path(path).write_text(self.code if self.code.endswith("\n") else f"{self.code}\n")
+        except OSError as exc:
+            box = QMessageBox(
+                QMessageBox.Icon.Warning,
+                "Not saved",
+                f"The code was not saved to {path}: {_why_not_written(exc)}. "
+                "Choose a folder you can write to and try again.",
+                QMessageBox.StandardButton.Ok,
+                self.window(),
+            )
+            self.save_error = box
+            box.open()
+            return False
+        return True
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            # A theme switch: the colours follow (a dark style on a dark palette).
+            self.highlighter.set_dark(is_dark(self.palette()))
+            self._colour_view()
+
+    def _colour_view(self) -> None:
+        """The style's own background and text colour behind its colours, so each token
+        reads as the style's authors checked it."""
+        style = self.highlighter.style
+        palette = self.view.palette()
+        palette.setColor(QPalette.ColorRole.Base, style.background)
+        palette.setColor(QPalette.ColorRole.Text, style.foreground)
+        self.view.setPalette(palette)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -189,6 +275,16 @@ class CodeBlock(QFrame):
         height = shown * self.view.fontMetrics().lineSpacing() + margins + scrollbar
         if height != self.view.height():
             self.view.setFixedHeight(height)
+
+
+def _why_not_written(exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "its folder does not exist"
+    if isinstance(exc, PermissionError):
+        return "this account may not write there"
+    if isinstance(exc, IsADirectoryError):
+        return "that name is a folder"
+    return "the file could not be written (is the disk full?)"
 
 
 class MarkdownView(QWidget):
@@ -214,7 +310,7 @@ class MarkdownView(QWidget):
         first = 0 if restart else self._segmented.stable
         changed = self._segmented.update(text, final=final)
         for index, segment in enumerate(changed, start=first):
-            self._show(index, segment)
+            self._show(index, segment, final=final)
         for block in self.blocks[first + len(changed) :]:
             self._layout.removeWidget(block)
             block.deleteLater()
@@ -223,7 +319,7 @@ class MarkdownView(QWidget):
     def code_blocks(self) -> list[CodeBlock]:
         return [b for b in self.blocks if isinstance(b, CodeBlock)]
 
-    def _show(self, index: int, segment: Segment) -> None:
+    def _show(self, index: int, segment: Segment, *, final: bool) -> None:
         wanted = CodeBlock if segment.kind == SegmentKind.CODE else TextBlock
         block = self.blocks[index] if index < len(self.blocks) else None
         if block is not None and not isinstance(block, wanted):
@@ -238,6 +334,6 @@ class MarkdownView(QWidget):
                 self.blocks.append(block)
             self._layout.insertWidget(index, block)
         if isinstance(block, CodeBlock):
-            block.set_code(segment.text, segment.language)
+            block.set_code(segment.text, segment.language, closed=segment.closed or final)
         else:
             block.set_source(segment.text)
