@@ -14,9 +14,11 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
 from roundhouse.base.paths import Home
 from roundhouse.gui.connection_state import ConnectionState
-from roundhouse.gui.icons import app_icon, is_dark, stylesheet
+from roundhouse.gui.icons import app_icon, stylesheet
 from roundhouse.gui.main_window import MainWindow
 from roundhouse.gui.pyside_tax import skip_feature_source_scan
+from roundhouse.gui.theme.manager import theme_manager
+from roundhouse.gui.theme.tokens import Scheme
 from roundhouse.gui.wheel_guard import install_wheel_guard
 
 # Only Qt and the window shell load before the first paint; asyncio, qasync, the HTTP
@@ -61,7 +63,9 @@ def application() -> QApplication:
     app.setOrganizationName(APP_NAME)
     app.setDesktopFileName("roundhouse")
     app.setWindowIcon(app_icon())
-    app.setStyleSheet(stylesheet())
+    # Fusion, the palette and the stylesheet of the last theme chosen on this machine (or
+    # the OS's): the first paint is in the right colours before the daemon's settings come.
+    theme_manager(app, QSettings())
     return app
 
 
@@ -97,11 +101,14 @@ def build_ui(
 
     # Before the pages: the wheel scrolls them, never a field's value as it passes over.
     install_wheel_guard(app)
+    theme = theme_manager(app)
     if tray_available is None:
         tray_available = QSystemTrayIcon.isSystemTrayAvailable()
     if window is None:
         window = MainWindow(geometry_store=geometry_store)
     bridge = DaemonBridge(home, auto_start=auto_start)
+    # The theme chosen in Settings, applied as soon as the daemon says it (and changed).
+    bridge.ui_settings_changed.connect(lambda ui: theme.set_choice(ui.theme))
     window.attach(bridge)
     window.add_page(HardwarePage(bridge), HardwarePage.title)
     window.add_page(EnginesPage(bridge), EnginesPage.title)
@@ -131,7 +138,8 @@ def build_ui(
             bridge,
             window,
             quitter,
-            dark_panel=is_dark(app.palette()),
+            # The panel is the OS's, whatever theme the app's own windows have.
+            dark_panel=theme.os_scheme == Scheme.DARK,
             active_model=active_model,
             open_quick_chat=quick_chat.open,
             open_first_run=first_run.open,

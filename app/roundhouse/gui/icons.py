@@ -1,12 +1,22 @@
-"""Load the app's SVG icons and the stylesheet from the resources folder."""
+"""Load the app's SVG icons and the stylesheet from the resources folder.
+
+The UI icons are Lucide's (ISC licence, resources/icons/ui/LICENSE): outline SVGs drawn in
+`currentColor`, recoloured here for the scheme in force as they load.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import cache
 
-from PySide6.QtGui import QIcon, QPalette
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QIcon, QImage, QPainter, QPalette, QPixmap
 
 from roundhouse.base.resources import resource_path
+from roundhouse.gui.theme.tokens import Scheme, colours
+
+# Sizes drawn for each UI icon: Qt picks the nearest and scales the rest.
+ICON_SIZES = (16, 20, 24, 32, 48)
 
 
 class TrayState(StrEnum):
@@ -38,4 +48,43 @@ def tray_icon(state: TrayState, *, dark_panel: bool) -> QIcon:
 
 
 def stylesheet() -> str:
-    return resource_path("styles", "app.qss").read_text(encoding="utf-8")
+    """The stylesheet as the app has it now: the template filled in for the scheme in force."""
+    from roundhouse.gui.theme.manager import current_stylesheet
+
+    return current_stylesheet()
+
+
+@cache
+def _svg(name: str) -> str:
+    return resource_path("icons", "ui", f"{name}.svg").read_text(encoding="utf-8")
+
+
+def _render(svg: str, colour: str, size: int) -> QPixmap:
+    # Imported on first use: the window's first paint needs no UI icon.
+    from PySide6.QtSvg import QSvgRenderer
+
+    renderer = QSvgRenderer(QByteArray(svg.replace("currentColor", colour).encode()))
+    image = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
+    image.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(image)
+    renderer.render(painter)
+    painter.end()
+    return QPixmap.fromImage(image)
+
+
+@cache
+def ui_icon(name: str, scheme: Scheme) -> QIcon:
+    """Lucide's `name` in the text colour of `scheme`; selected (the sidebar's current
+    page) in the colour of text on the accent, disabled in the disabled text colour."""
+    svg = _svg(name)
+    roles = colours(scheme)
+    icon = QIcon()
+    for mode, colour in (
+        (QIcon.Mode.Normal, roles.text),
+        (QIcon.Mode.Active, roles.text),
+        (QIcon.Mode.Selected, roles.accent_text),
+        (QIcon.Mode.Disabled, roles.text_disabled),
+    ):
+        for size in ICON_SIZES:
+            icon.addPixmap(_render(svg, colour, size), mode)
+    return icon

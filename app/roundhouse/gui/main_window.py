@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -26,6 +27,19 @@ if TYPE_CHECKING:
     from roundhouse.gui.widgets.banner import Banner
 
 GEOMETRY_KEY = "main_window/geometry"
+# Each page's icon in the sidebar (Lucide's names, resources/icons/ui).
+PAGE_ICONS = {
+    "Hardware": "cpu",
+    "Engines": "server-cog",
+    "Models": "boxes",
+    "Ollama": "package",
+    "Chat": "message-square",
+    "Benchmark": "gauge",
+    "Monitor": "activity",
+    "Machines": "network",
+    "Settings": "settings",
+}
+NAV_ICON_PX = 20
 
 
 class CurrentPageStack(QStackedWidget):
@@ -63,10 +77,15 @@ class MainWindow(QMainWindow):
         # Set by the composition root once it knows whether there is a tray.
         self.hides_to_tray = hides_to_tray
         self._geometry_store = geometry_store
+        self._theme_followed = False
         self.setWindowTitle("Roundhouse")
         self.navigation = QListWidget()
         self.navigation.setObjectName("navigation")
-        self.navigation.setFixedWidth(170)
+        self.navigation.setFixedWidth(190)
+        self.navigation.setIconSize(QSize(NAV_ICON_PX, NAV_ICON_PX))
+        # Tab reaches the sidebar and the arrow keys move through it (the page follows).
+        self.navigation.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.navigation.setAccessibleName("Pages")
         self.pages = CurrentPageStack()
         # The banner is built in attach(): it has nothing to say before there is a bridge, and
         # its widgets' first use costs start-up time before the first paint.
@@ -113,9 +132,43 @@ class MainWindow(QMainWindow):
 
     def add_page(self, page: QWidget, title: str) -> None:
         self.pages.addWidget(page)
-        QListWidgetItem(title, self.navigation)
+        item = QListWidgetItem(title, self.navigation)
+        row = self.navigation.count()
+        if row <= 9:
+            # Ctrl+1 … Ctrl+9 open the pages in the sidebar's order.
+            item.setToolTip(f"{title} ({QKeySequence(f'Ctrl+{row}').toString()})")
+            jump = QAction(self)
+            jump.setShortcut(QKeySequence(f"Ctrl+{row}"))
+            jump.triggered.connect(lambda _=False, r=row - 1: self.navigation.setCurrentRow(r))
+            self.addAction(jump)
+        self._set_page_icon(item)
+        if self._theme_followed is False:
+            self._follow_theme()
         if self.navigation.currentRow() < 0:
             self.navigation.setCurrentRow(0)
+
+    def _follow_theme(self) -> None:
+        from roundhouse.gui.theme.manager import theme_manager
+
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            theme_manager(app).changed.connect(self._on_theme_changed)
+            self._theme_followed = True
+
+    def _set_page_icon(self, item: QListWidgetItem) -> None:
+        from roundhouse.gui.icons import ui_icon
+        from roundhouse.gui.theme.manager import current_scheme
+
+        name = PAGE_ICONS.get(item.text())
+        if name is not None:
+            item.setIcon(ui_icon(name, current_scheme()))
+
+    def _on_theme_changed(self, _scheme: str) -> None:
+        # The icons are drawn in the scheme's text colour: draw them again.
+        for row in range(self.navigation.count()):
+            item = self.navigation.item(row)
+            if item is not None:
+                self._set_page_icon(item)
 
     def show_page(self, title: str) -> QWidget:
         for row in range(self.navigation.count()):

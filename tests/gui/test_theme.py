@@ -1,0 +1,248 @@
+"""Light and dark themes against a real daemon: every page (and the first-run guide) with no
+unreadable text in either scheme, the switch from Settings reaching every page and the
+daemon's settings, the OS's scheme followed while the choice is "system", the sidebar's
+icons drawn in both schemes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+import qasync
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QComboBox,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
+
+from roundhouse.api.settings import ThemeChoice
+from roundhouse.client import DaemonClient
+from roundhouse.gui.app import Ui
+from roundhouse.gui.daemon_bridge import ConnectionState
+from roundhouse.gui.main_window import PAGE_ICONS
+from roundhouse.gui.pages.settings_page import SettingsPage
+from roundhouse.gui.theme.contrast import BODY_TEXT_MINIMUM, contrast_ratio
+from roundhouse.gui.theme.manager import ThemeManager, theme_manager
+from roundhouse.gui.theme.tokens import DARK, LIGHT, Scheme
+from tests.daemon_process import DaemonProcess
+from tests.gui.conftest import close_bridge, wait_until
+
+TEXT_WIDGETS = (QLabel, QAbstractButton, QLineEdit, QComboBox, QGroupBox)
+
+
+@pytest.fixture
+def theme(qapp: QApplication) -> Iterator[ThemeManager]:
+    manager = theme_manager(qapp)
+    yield manager
+    # The application outlives the test: leave it as the other tests expect it.
+    manager.set_choice(ThemeChoice.LIGHT)
+    manager.set_choice(ThemeChoice.SYSTEM)
+
+
+def _rgb(colour: QColor) -> tuple[int, int, int]:
+    return colour.red(), colour.green(), colour.blue()
+
+
+def _text(widget: QWidget) -> str:
+    if isinstance(widget, QGroupBox):
+        return widget.title()
+    if isinstance(widget, QComboBox):
+        return widget.currentText()
+    if isinstance(widget, QLineEdit):
+        return widget.text() or widget.placeholderText()
+    assert isinstance(widget, QLabel | QAbstractButton)
+    return widget.text()
+
+
+def unreadable(root: QWidget) -> list[str]:
+    """Each visible, enabled text widget under `root` whose foreground role reads below
+    4.5:1 on its background role, as the palette has them after the stylesheet."""
+    found = []
+    for widget in [root, *root.findChildren(QWidget)]:
+        if not isinstance(widget, TEXT_WIDGETS) or not widget.isVisible():
+            continue
+        if not widget.isEnabled() or not _text(widget).strip():
+            continue  # disabled text is exempt (WCAG 1.4.3); nothing drawn, nothing to read
+        palette = widget.palette()
+        fg = palette.color(QPalette.ColorGroup.Active, widget.foregroundRole())
+        bg = palette.color(QPalette.ColorGroup.Active, widget.backgroundRole())
+        ratio = contrast_ratio(_rgb(fg), _rgb(bg))
+        if ratio < BODY_TEXT_MINIMUM:
+            name = widget.objectName() or type(widget).__name__
+            found.append(f"{name} {_text(widget)[:40]!r}: {fg.name()} on {bg.name()} = {ratio:.2f}")
+    return found
+
+
+async def _connect(ui: Ui) -> None:
+    # build_ui quits with the last window (no tray): the test closes the window itself.
+    QApplication.setQuitOnLastWindowClosed(False)
+    ui.bridge.start()
+    await wait_until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
+
+
+async def _choose(ui: Ui, daemon: DaemonProcess, choice: ThemeChoice) -> None:
+    """Pick `choice` in Settings → Appearance, as the user does, and wait until it is saved
+    (the daemon's settings are the app's: what they say is applied)."""
+    page = ui.window.show_page("Settings")
+    assert isinstance(page, SettingsPage)
+    box = page.appearance.theme
+    box.setCurrentIndex(box.findData(choice.value))
+    box.activated.emit(box.currentIndex())
+    async with DaemonClient(daemon.url, daemon.token) as client:
+        for _ in range(200):
+            if (await client.settings()).ui.theme == choice:
+                break
+            await asyncio.sleep(0.05)
+        assert (await client.settings()).ui.theme == choice, "the theme was not saved"
+    await wait_until(lambda: ui.bridge.ui_settings.theme == choice, 10, "the change fed back")
+
+
+def _pages(ui: Ui) -> list[QWidget]:
+    stack = ui.window.pages
+    return [page for row in range(stack.count()) if (page := stack.widget(row)) is not None]
+
+
+def _titles(ui: Ui) -> list[str]:
+    nav = ui.window.navigation
+    return [item.text() for row in range(nav.count()) if (item := nav.item(row)) is not None]
+
+
+@pytest.mark.parametrize("choice", [ThemeChoice.LIGHT, ThemeChoice.DARK])
+def test_every_page_and_the_guide_is_readable(
+    qloop: qasync.QEventLoop,
+    daemon: DaemonProcess,
+    ui: Ui,
+    theme: ThemeManager,
+    choice: ThemeChoice,
+    qapp: QApplication,
+) -> None:
+    async def scenario() -> None:
+        await _connect(ui)
+        await _choose(ui, daemon, choice)
+        expected = DARK if choice == ThemeChoice.DARK else LIGHT
+        problems: dict[str, list[str]] = {}
+        for title in _titles(ui):
+            page = ui.window.show_page(title)
+            await wait_until(page.isVisible, 5, f"the {title} page shown")
+            await asyncio.sleep(0.1)
+            assert page.palette().color(QPalette.ColorRole.Window).name() == expected.window
+            if found := unreadable(ui.window):
+                problems[title] = found
+        assert ui.first_run is not None
+        wizard = ui.first_run.open()
+        await wait_until(wizard.isVisible, 5, "the guide shown")
+        await asyncio.sleep(0.1)
+        if found := unreadable(wizard):
+            problems["first-run guide"] = found
+        wizard.hide()  # closing it would save "guide skipped" in the settings
+        assert not problems, problems
+
+    try:
+        qloop.run_until_complete(scenario())
+    finally:
+        close_bridge(qloop, ui.bridge)
+        if ui.first_run and ui.first_run.wizard:
+            ui.first_run.wizard.deleteLater()
+
+
+def test_the_switch_in_settings_reaches_every_page_and_is_saved(
+    qloop: qasync.QEventLoop, daemon: DaemonProcess, ui: Ui, theme: ThemeManager
+) -> None:
+    async def scenario() -> None:
+        await _connect(ui)
+        await _choose(ui, daemon, ThemeChoice.LIGHT)
+        page = ui.window.show_page("Settings")
+        assert isinstance(page, SettingsPage)
+        box = page.appearance.theme
+        box.setCurrentIndex(box.findData(ThemeChoice.DARK.value))
+        box.activated.emit(box.currentIndex())
+        # At once, before the daemon has answered.
+        assert theme.scheme == Scheme.DARK
+        for widget in _pages(ui):
+            assert widget.palette().color(QPalette.ColorRole.Window).name() == DARK.window
+        async with DaemonClient(daemon.url, daemon.token) as client:
+            for _ in range(200):
+                if (await client.settings()).ui.theme == ThemeChoice.DARK:
+                    break
+                await asyncio.sleep(0.05)
+            assert (await client.settings()).ui.theme == ThemeChoice.DARK, "not saved"
+        # Back to light from the same box: every page follows again.
+        box.setCurrentIndex(box.findData(ThemeChoice.LIGHT.value))
+        box.activated.emit(box.currentIndex())
+        for widget in _pages(ui):
+            assert widget.palette().color(QPalette.ColorRole.Window).name() == LIGHT.window
+
+    qloop.run_until_complete(scenario())
+    close_bridge(qloop, ui.bridge)
+
+
+def test_the_os_scheme_is_followed_only_on_system(qapp: QApplication, theme: ThemeManager) -> None:
+    hints = qapp.styleHints()
+    theme.set_choice(ThemeChoice.SYSTEM)
+    try:
+        # What the platform sends when the desktop turns dark, then light again.
+        hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+        assert theme.scheme == Scheme.DARK
+        assert qapp.palette().color(QPalette.ColorRole.Window).name() == DARK.window
+        hints.colorSchemeChanged.emit(Qt.ColorScheme.Light)
+        assert qapp.palette().color(QPalette.ColorRole.Window).name() == LIGHT.window
+        # A fixed choice stays put whatever the desktop does.
+        theme.set_choice(ThemeChoice.LIGHT)
+        hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)
+        assert qapp.palette().color(QPalette.ColorRole.Window).name() == LIGHT.window
+    finally:
+        hints.colorSchemeChanged.emit(hints.colorScheme())
+
+
+def test_sidebar_icons_load_in_both_themes(ui: Ui, theme: ThemeManager) -> None:
+    nav = ui.window.navigation
+    assert set(_titles(ui)) == set(PAGE_ICONS)
+    drawn: dict[str, list[QColor]] = {}
+    for choice in (ThemeChoice.LIGHT, ThemeChoice.DARK):
+        theme.set_choice(choice)
+        colours = []
+        for row in range(nav.count()):
+            item = nav.item(row)
+            assert item is not None
+            image = item.icon().pixmap(24, 24).toImage()
+            assert not image.isNull(), f"{item.text()}: no icon in {choice}"
+            inked = [
+                image.pixelColor(x, y)
+                for x in range(24)
+                for y in range(24)
+                if image.pixelColor(x, y).alpha() == 255
+            ]
+            assert inked, f"{item.text()}: the icon draws nothing in {choice}"
+            colours.append(inked[0])
+        drawn[choice] = colours
+    # Recoloured per theme: the glyphs are the text colour of each scheme.
+    assert all(c.name() == LIGHT.text for c in drawn[ThemeChoice.LIGHT])
+    assert all(c.name() == DARK.text for c in drawn[ThemeChoice.DARK])
+
+
+def test_the_check_sees_a_colour_a_stylesheet_hard_codes(
+    qapp: QApplication, theme: ThemeManager
+) -> None:
+    """The readability check is not blind: grey text fixed in a widget's own stylesheet,
+    as the pages had before the themes, is caught on the dark window."""
+    theme.set_choice(ThemeChoice.DARK)
+    window = QWidget()
+    grey = QLabel("Fits in memory", window)
+    grey.setStyleSheet("color: #666666;")
+    fine = QLabel("Fits in memory", window)
+    fine.setObjectName("hint")
+    fine.move(0, 40)
+    window.show()
+    try:
+        found = unreadable(window)
+        assert len(found) == 1 and "#666666" in found[0], found
+    finally:
+        window.close()
+        window.deleteLater()
