@@ -81,6 +81,9 @@ class Notifier(QObject):
         bridge.instances_changed.connect(self._on_instances)
         bridge.downloads_changed.connect(self._on_downloads)
         bridge.updates_changed.connect(self._on_updates)
+        if tray is not None:
+            # The user clicked what was told: show what it is about.
+            tray.icon.messageClicked.connect(window.bring_to_front)
 
     @staticmethod
     def for_platform(bridge: DaemonBridge, window: MainWindow, tray: Tray | None) -> Notifier:
