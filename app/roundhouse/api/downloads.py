@@ -68,6 +68,11 @@ class DownloadRequest(_Frozen):
         max_length=256,
         description="a glob over paths in the repository ('*Q4_K_M*.gguf', '*' for all)",
     )
+    projector: bool = Field(
+        default=True,
+        description="with a GGUF model, its vision projector (mmproj) from the same folder of "
+        "the repository too, when it has one and none is named",
+    )
 
 
 class DownloadItem(_Frozen):

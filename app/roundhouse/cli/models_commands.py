@@ -101,6 +101,11 @@ def token(ctx: click.Context, set_: bool, clear: bool, check: bool, as_json: boo
 @click.option("--revision", default="main", show_default=True, help="Branch, tag or commit.")
 @click.option("--file", "files", multiple=True, help="A path in the repository (repeatable).")
 @click.option("--detach", is_flag=True, help="Queue the download and return at once.")
+@click.option(
+    "--no-mmproj",
+    is_flag=True,
+    help="A GGUF without the vision projector (mmproj) its repository has beside it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the queued items as JSON.")
 @click.option(
     "--instance", help="For ollama:NAME, the Ollama instance to pull into (`engines ps`)."
@@ -113,6 +118,7 @@ def pull(
     revision: str,
     files: tuple[str, ...],
     detach: bool,
+    no_mmproj: bool,
     as_json: bool,
     instance: str | None,
 ) -> None:
@@ -121,7 +127,8 @@ def pull(
     CHOICE is a quantization from `roundhouse models info REPO` (Q4_K_M, Q8_0, ...); a
     repository with one choice (safetensors, MLX) needs none. REPO `ollama:NAME[:TAG]`
     pulls through Ollama's API into Ollama's own store, in the same queue. The download
-    survives a restart of the daemon and resumes where it stopped.
+    survives a restart of the daemon and resumes where it stopped. A GGUF from a repository
+    with a vision projector (mmproj) beside it brings the projector too, unless --no-mmproj.
     """
     from roundhouse.cli.daemon_link import home_of, run_async
     from roundhouse.cli.models_pull import pull_files
@@ -141,7 +148,11 @@ def pull(
         return
     if instance:
         fail("--instance applies to Ollama pulls (REPO ollama:NAME).", code=2)
-    run_async(pull_files(home_of(ctx), repo, revision, choice, list(files), detach, as_json))
+    run_async(
+        pull_files(
+            home_of(ctx), repo, revision, choice, list(files), detach, as_json, not no_mmproj
+        )
+    )
 
 
 @models.command("downloads")

@@ -50,6 +50,7 @@ async def pull_files(
     files: list[str],
     detach: bool,
     as_json: bool,
+    projector: bool = True,
 ) -> None:
     from roundhouse.cli.output import console, print_json
 
@@ -59,9 +60,14 @@ async def pull_files(
             if not as_json:
                 await _say_fit(client, repo, revision, choice)
         queued = await client.add_download(
-            DownloadRequest(repo=repo, revision=revision, files=files)
+            DownloadRequest(repo=repo, revision=revision, files=files, projector=projector)
         )
-        mine = [i for i in queued.items if i.repo == repo and i.path in set(files)]
+        # The daemon adds the vision projector beside a GGUF (ADR 45): it is one of ours too.
+        mine = [
+            i
+            for i in queued.items
+            if i.repo == repo and (i.path in set(files) or (projector and _mmproj(i.path)))
+        ]
         ids = {i.id for i in mine}
         if detach or as_json:
             if as_json:
@@ -155,3 +161,7 @@ def _report(items: list[DownloadItem]) -> None:
             f"{i.path}: {i.state.value}, {i.error or 'see the queue'}" for i in failed
         )
         fail(f"{lines} (resume with `roundhouse models downloads --resume ID`)")
+
+
+def _mmproj(path: str) -> bool:
+    return "mmproj" in path.rsplit("/", 1)[-1].lower()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import TypeVar
 
 from roundhouse.core.engines.extra_args import flags_given
 from roundhouse.core.engines.tool_parsers import check_not_twice
@@ -15,6 +16,8 @@ USER_FLAGS = (MMPROJ_FLAG, "-mm", "--no-mmproj", "--mmproj-url", "-mmu", "--mmpr
 # The value of the mmproj option that turns the projector found beside the model off.
 NONE = "none"
 
+P = TypeVar("P", bound=PurePath)
+
 
 def is_projector(name: str) -> bool:
     """A GGUF whose name says it is a projector (llama.cpp's converters and the Hub's repos
@@ -23,7 +26,7 @@ def is_projector(name: str) -> bool:
     return "mmproj" in lower and lower.endswith(".gguf")
 
 
-def _preference(path: Path) -> tuple[int, str]:
+def _preference(path: PurePath) -> tuple[int, str]:
     # A repo often ships one projector in several precisions: F16 is what llama.cpp's docs
     # use and half of F32's size; BF16 needs a build and a device that take it.
     lower = path.name.lower()
@@ -31,8 +34,9 @@ def _preference(path: Path) -> tuple[int, str]:
     return rank, path.name
 
 
-def pick_projector(names: Iterable[Path]) -> Path | None:
-    """The projector to pair among files that are one model's neighbours."""
+def pick_projector(names: Iterable[P]) -> P | None:
+    """The projector to pair among files that are one model's neighbours (on disk, or in
+    a Hub repo's folder)."""
     found = sorted((p for p in names if is_projector(p.name)), key=_preference)
     return found[0] if found else None
 

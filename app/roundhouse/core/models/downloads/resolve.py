@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from huggingface_hub import HfApi
 from huggingface_hub import errors as hf_errors
@@ -15,6 +16,7 @@ from huggingface_hub.file_download import get_hf_file_metadata, hf_hub_url
 from huggingface_hub.hf_api import RepoFile
 
 from roundhouse.api.downloads import DownloadRequest
+from roundhouse.core.engines.projector import is_projector, pick_projector
 from roundhouse.core.errors import InvalidInputError, NotFoundError
 from roundhouse.core.models.downloads.errors import GatedRepoError, HubAccessError
 from roundhouse.core.models.downloads.safety import (
@@ -140,6 +142,8 @@ def _select(request: DownloadRequest, entries: list[RepoFile]) -> list[RepoFile]
                 f"No file of {request.repo} matches {request.pattern!r}. Its files: "
                 f"{', '.join(sorted(by_path)[:20]) or 'none'}."
             )
+    if request.projector:
+        chosen.update(projectors_for(list(chosen), entries))
     if len(chosen) > MAX_FILES_PER_REQUEST:
         raise InvalidInputError(
             f"That is {len(chosen):,} files; one request may add at most "
@@ -148,6 +152,27 @@ def _select(request: DownloadRequest, entries: list[RepoFile]) -> list[RepoFile]
     for name in chosen:
         check_repo_path(name)
     return list(chosen.values())
+
+
+def projectors_for(chosen: list[str], entries: list[RepoFile]) -> dict[str, RepoFile]:
+    """The vision projector that goes with each GGUF model chosen: the one llama-server
+    would be given from the same folder of the repo, unless a projector there is chosen."""
+    taken = {PurePosixPath(p).parent for p in chosen if is_projector(PurePosixPath(p).name)}
+    added: dict[str, RepoFile] = {}
+    for path in chosen:
+        where = PurePosixPath(path)
+        if not path.lower().endswith(".gguf") or is_projector(where.name) or where.parent in taken:
+            continue
+        beside = {
+            PurePosixPath(e.path): e
+            for e in entries
+            if PurePosixPath(e.path).parent == where.parent
+        }
+        pick = pick_projector(beside)
+        if pick is not None:
+            added[str(pick)] = beside[pick]
+            taken.add(where.parent)
+    return added
 
 
 @contextmanager
