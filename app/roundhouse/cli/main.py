@@ -106,6 +106,7 @@ def hw(ctx: click.Context, as_json: bool, refresh: bool) -> None:
 # After `cli` on purpose: the groups only import click at load.
 from roundhouse.cli.bench_commands import bench  # noqa: E402
 from roundhouse.cli.chat_command import chat, chats  # noqa: E402
+from roundhouse.cli.compare_command import compare  # noqa: E402
 from roundhouse.cli.engines_commands import engines  # noqa: E402
 from roundhouse.cli.events_command import events  # noqa: E402
 from roundhouse.cli.gateway_admin_commands import key as gateway_key  # noqa: E402
@@ -128,6 +129,7 @@ from roundhouse.cli.update_commands import update  # noqa: E402
 cli.add_command(bench)
 cli.add_command(chat)
 cli.add_command(chats)
+cli.add_command(compare)
 cli.add_command(engines)
 cli.add_command(events)
 cli.add_command(gateway)
