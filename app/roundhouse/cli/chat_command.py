@@ -25,6 +25,10 @@ from roundhouse.cli.daemon_link import daemon_client, run_async, show_from_daemo
     help="Attach this image (PNG, JPEG, WebP, GIF; up to 4) to the first message, for a "
     "vision model.",
 )
+@click.option(
+    "--preset",
+    help="Use this saved system-prompt preset (`roundhouse chats presets list`).",
+)
 @click.option("--no-save", is_flag=True, help="Keep this chat out of the history.")
 @click.option("--json", "as_json", is_flag=True, help="One prompt: print the result as JSON.")
 @click.pass_context
@@ -37,6 +41,7 @@ def chat(
     top_p: float | None,
     max_tokens: int | None,
     images: tuple[Path, ...],
+    preset: str | None,
     no_save: bool,
     as_json: bool,
 ) -> None:
@@ -63,6 +68,8 @@ def chat(
         fail("Nothing to send: the prompt is empty. Give one with --prompt TEXT or on stdin.")
     if as_json and prompt is None:
         fail("--json prints one reply: give the prompt with --prompt TEXT or on stdin.")
+    if preset is not None and system_prompt:
+        fail("Give either --system TEXT or --preset NAME, not both.")
     options = ChatOptions(
         model=model,
         prompt=prompt,
@@ -71,13 +78,15 @@ def chat(
         save=not no_save,
         as_json=as_json,
         images=read_images(images),
+        preset=preset,
     )
     raise SystemExit(run_chat(home_of(ctx), options))
 
 
 @click.group()
 def chats() -> None:
-    """The chat history the daemon keeps: list, show, rm."""
+    """The chat history the daemon keeps: list, show, search, branch, export, import, rm,
+    and the system-prompt presets."""
 
 
 @chats.command("list")
@@ -120,3 +129,19 @@ def rm(ctx: click.Context, conversation_ids: tuple[str, ...], as_json: bool) -> 
         print_json({"deleted": list(conversation_ids)})
     else:
         console.print(f"Deleted {', '.join(conversation_ids)}.", highlight=False)
+
+
+def _add_history_commands() -> None:
+    from roundhouse.cli.chat_history_commands import (
+        branch,
+        export_chat,
+        import_chat,
+        presets,
+        search,
+    )
+
+    for command in (search, branch, export_chat, import_chat, presets):
+        chats.add_command(command)
+
+
+_add_history_commands()

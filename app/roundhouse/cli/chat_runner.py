@@ -8,7 +8,7 @@ import contextlib
 import sys
 from dataclasses import dataclass
 
-from roundhouse.api.chat import SamplingParams
+from roundhouse.api.chat import Preset, SamplingParams
 from roundhouse.base.paths import Home
 from roundhouse.cli.chat_session import NO_PARAMS, ChatSession, Reply
 from roundhouse.cli.chat_view import stats_line
@@ -39,6 +39,8 @@ class ChatOptions:
     as_json: bool = False
     # data:image URLs sent with the first message.
     images: tuple[str, ...] = ()
+    # A system-prompt preset's name: its text is the system prompt, its name kept with it.
+    preset: str | None = None
 
 
 def run_chat(home: Home, options: ChatOptions) -> int:
@@ -56,14 +58,19 @@ def run_chat(home: Home, options: ChatOptions) -> int:
             model = options.model or runner.run(_active_model(client))
             if not model:
                 fail(NO_MODEL)
+            system_prompt, preset = options.system_prompt, None
+            if options.preset is not None:
+                found = runner.run(_preset(client, options.preset))
+                system_prompt, preset = found.text, found.name
             session = ChatSession(
                 client,
                 model,
-                options.system_prompt,
+                system_prompt,
                 options.params,
                 save=options.save,
                 out=None if options.as_json else sys.stdout,
                 images=options.images,
+                preset=preset,
             )
             if options.prompt is not None:
                 return _one_shot(runner, session, options.prompt.strip(), options.as_json)
@@ -72,6 +79,21 @@ def run_chat(home: Home, options: ChatOptions) -> int:
             fail(str(exc))
         finally:
             runner.run(client.aclose())
+
+
+async def _preset(client: DaemonClient, name: str) -> Preset:
+    """The saved preset of that name (any case); the command ends in words without one."""
+    listed = (await client.chat_presets()).presets
+    found = next(
+        (p for p in listed if p.name.casefold() == " ".join(name.split()).casefold()), None
+    )
+    if found is None:
+        names = ", ".join(p.name for p in listed) or "none yet"
+        fail(
+            f"No system-prompt preset named “{name}” (saved: {names}). Add one with "
+            '`roundhouse chats presets add NAME "TEXT"`.'
+        )
+    return found
 
 
 async def _active_model(client: DaemonClient) -> str | None:

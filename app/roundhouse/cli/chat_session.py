@@ -51,6 +51,8 @@ class ChatSession:
     history: list[NewMessage] = field(default_factory=list)
     # Images for the next message (`--image`): sent once, with the first prompt.
     images: tuple[str, ...] = ()
+    # The name of the preset the system prompt came from, kept on the conversation.
+    preset: str | None = None
     _content: list[str] = field(default_factory=list)
     _reasoning: list[str] = field(default_factory=list)
 
@@ -95,7 +97,10 @@ class ChatSession:
             )
         if self.conversation is None:
             new = NewConversation(
-                model=self.model, system_prompt=self.system_prompt, params=self.params
+                model=self.model,
+                system_prompt=self.system_prompt,
+                preset=self.preset,
+                params=self.params,
             )
             return TurnRequest(new=new, content=prompt)
         return TurnRequest(conversation_id=self.conversation.id, model=self.model, content=prompt)

@@ -8,7 +8,15 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from roundhouse.api.chat import Conversation, ConversationList, ReplyStats, Role
+from roundhouse.api.chat import (
+    Conversation,
+    ConversationList,
+    Message,
+    PresetList,
+    ReplyStats,
+    Role,
+    SearchResults,
+)
 
 
 def stats_line(stats: ReplyStats) -> str:
@@ -60,9 +68,15 @@ def conversation_view(chat: Conversation) -> RenderableType:
     ]
     if chat.system_prompt:
         lines += [Text(""), Text("System", "bold magenta"), Text(chat.system_prompt)]
+    if chat.preset:
+        lines.append(Text(f"system prompt from the preset “{chat.preset}”", "dim"))
     for message in chat.messages:
         user = message.role == Role.USER
-        lines += [Text(""), Text("You" if user else "Assistant", "bold cyan" if user else "bold")]
+        heading = Text("You" if user else "Assistant", "bold cyan" if user else "bold")
+        heading.append(f"  #{message.id}", "dim")
+        if message.branches > 1:
+            heading.append(f"  version {message.branch}/{message.branches}", "yellow")
+        lines += [Text(""), heading]
         if message.reasoning:
             lines.append(Text(message.reasoning, "dim italic"))
         lines.append(Text(message.content))
@@ -71,4 +85,48 @@ def conversation_view(chat: Conversation) -> RenderableType:
                 lines.append(Text(f"Failed: {message.stats.error}", "red"))
             else:
                 lines.append(Text(stats_line(message.stats), "dim"))
+    branched = [m for m in chat.messages if m.branches > 1]
+    if branched:
+        lines += [Text(""), _branches_note(chat.id, branched)]
     return Group(*lines)
+
+
+def _branches_note(chat_id: str, branched: list[Message]) -> Text:
+    """Which messages have other versions, and the command that shows one."""
+    others = [i for m in branched for i in m.sibling_ids if i != m.id]
+    return Text(
+        f"{len(branched)} message(s) here have other versions (#"
+        + ", #".join(str(i) for i in others)
+        + f"). Show one with `roundhouse chats branch {chat_id} MESSAGE_ID`.",
+        "yellow",
+    )
+
+
+def search_view(results: SearchResults) -> RenderableType:
+    if not results.hits:
+        return Text(f"Nothing in the chat history matches “{results.query}”.")
+    table = Table(box=None, pad_edge=False)
+    for column in ("ID", "Title", "Where", "Text"):
+        table.add_column(column, overflow="fold" if column == "Text" else "ellipsis")
+    for hit in results.hits:
+        where = "title" if hit.message_id is None else f"#{hit.message_id} ({hit.role})"
+        table.add_row(hit.conversation_id, Text(hit.title), where, Text(hit.snippet))
+    if not results.truncated:
+        return table
+    more = Text("More matched: narrow the words, or raise --limit.", "dim")
+    return Group(table, more)
+
+
+def presets_view(answer: PresetList) -> RenderableType:
+    if not answer.presets:
+        return Text(
+            'No system-prompt presets yet. Add one with `roundhouse chats presets add NAME "TEXT"`.'
+        )
+    table = Table(box=None, pad_edge=False)
+    table.add_column("Name")
+    table.add_column("Text", overflow="fold")
+    for preset in answer.presets:
+        first = preset.text.strip().splitlines()[0] if preset.text.strip() else ""
+        more = "…" if len(preset.text.strip().splitlines()) > 1 or len(first) > 80 else ""
+        table.add_row(Text(preset.name), Text(first[:80] + more))
+    return table
