@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 import qasync
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
 
 from roundhouse.api.shortcut import parse_shortcut
 from roundhouse.base.app_channel import ChannelError, channel_dir, private_dir
@@ -23,6 +25,7 @@ from roundhouse.base.paths import resolve_home
 from roundhouse.gui.app import Ui
 from roundhouse.gui.calls.settings import patch_settings, with_ui
 from roundhouse.gui.hotkey.x11 import X11Hotkey
+from roundhouse.gui.pages.settings_page import SettingsPage
 from roundhouse.gui.quick_chat_key import QuickChatKey
 from tests.daemon_process import DaemonProcess
 from tests.gui.conftest import wait_until
@@ -140,6 +143,7 @@ def test_the_key_opens_quick_chat_while_another_program_has_the_focus(
 
 def test_a_key_another_program_holds_is_refused_in_words(
     qapp: QApplication,
+    qtbot: QtBot,
     qloop: qasync.QEventLoop,
     daemon: DaemonProcess,
     home_root: Path,
@@ -159,14 +163,31 @@ def test_a_key_another_program_holds_is_refused_in_words(
         assert grabber.stdout.readline().strip() == "grabbed"
         await connect(ui)
         await wait_until(lambda: key.hotkey.active, 10, "the default key grabbed")
-        call = patch_settings(ui.bridge, "change the key", with_ui(quick_chat_key="Ctrl+Alt+J"))
-        await wait_until(lambda: call.done, 10, "the settings saved")
+        page = ui.window.show_page("Settings")
+        assert isinstance(page, SettingsPage)
+        section = page.quick_chat_key
+        assert section.state.text() == key.hotkey.words
+        # A key pressed in the Settings page's editor is saved and applied at once.
+        qtbot.keyClick(
+            section.editor,
+            Qt.Key.Key_J,
+            Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier,
+        )
+        assert section.key_text() == "Ctrl+Alt+J"
         await wait_until(lambda: bool(key.hotkey.problem), 10, "the key refused")
+        assert ui.bridge.ui_settings.quick_chat_key == "Ctrl+Alt+J"
         assert key.hotkey.problem.startswith(
             "Ctrl+Alt+J is taken: another program on this X display grabbed it first. "
             "Choose another key in Settings"
         )
         assert key.hotkey.words == key.hotkey.problem and not key.hotkey.active
+        # The page says it where the key was chosen, as a problem.
+        assert section.state.text() == key.hotkey.problem
+        assert section.state.objectName() == "formProblem" and section.error.isHidden()
+        # A key no global shortcut may be is refused there before it is saved.
+        section.choose_key("Q")
+        assert section.error.text().startswith("That key was not used: 'Q' has no Ctrl, Alt")
+        assert section.key_text() == "Ctrl+Alt+J"
         # The key the app held before is let go too: it holds nothing now.
         other = X11Hotkey(display)
         assert other.register(parse_shortcut("Ctrl+Shift+Space")) is None
