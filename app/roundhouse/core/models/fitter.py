@@ -35,6 +35,7 @@ from roundhouse.core.knowledge.hf_config import shape_from_hf_config
 from roundhouse.core.knowledge.run_options import fit_options
 from roundhouse.core.knowledge.shape import ModelShape, WeightFormat
 from roundhouse.core.models.fit_capabilities import capability_costs
+from roundhouse.core.models.fit_projector import projector_cost
 from roundhouse.core.models.hub.service import HubService
 from roundhouse.core.models.library.service import LibraryService
 
@@ -71,6 +72,9 @@ class ModelFitter:
                 options, notes = await capability_costs(
                     query.instance, options, shape, model, self._draft_shape
                 )
+            # A vision model's projector loads with it (ADR 45).
+            options, seen = await projector_cost(query.instance, options, model)
+            notes += seen
             report = estimate_fit(shape, hardware, options)
             if notes:
                 report = report.model_copy(update={"assumptions": [*report.assumptions, *notes]})
