@@ -19,6 +19,7 @@ from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.settings import patch_settings
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.appearance_settings import AppearanceSection
 from roundhouse.gui.widgets.desktop_settings import DesktopSettingsSection
 from roundhouse.gui.widgets.gateway_settings import GatewaySettingsSection
 from roundhouse.gui.widgets.settings_daemon import AT_NEXT_START, DaemonSettingsSection
@@ -51,6 +52,8 @@ class SettingsPage(QWidget):
         self.desktop = DesktopSettingsSection()
         # Saved and applied as it is changed, with the key's state: not part of Save.
         self.quick_chat_key = QuickChatKeySection(bridge)
+        # Saved as it is picked, like the tray's switches: not part of Save.
+        self.appearance = AppearanceSection(bridge)
         self.daemon = DaemonSettingsSection()
         self.peers = PeersSettingsSection(bridge)
         self.updates = UpdatesSection(bridge)
@@ -88,6 +91,7 @@ class SettingsPage(QWidget):
             self.hub_token,
             self.gateway,
             self.engines,
+            self.appearance,
             self.desktop,
             self.quick_chat_key,
             self.daemon,
