@@ -6,7 +6,7 @@ from PySide6.QtCore import QObject, Signal
 
 from roundhouse.api.shortcut import Shortcut
 
-WHERE_TO_CHANGE = "Settings › Desktop app › Quick chat key"
+WHERE_TO_CHANGE = "Settings › Quick chat key"
 
 
 def taken_words(shortcut: Shortcut, holder: str) -> str:
