@@ -36,6 +36,7 @@ from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.chat_compare import CompareWindow
 from roundhouse.gui.widgets.chat_conversations import ConversationsView
 from roundhouse.gui.widgets.chat_input import ChatInput
 from roundhouse.gui.widgets.chat_message import MessageWidget
@@ -86,6 +87,10 @@ class ChatPage(QWidget):
         self.picker.picked.connect(self._on_picker_picked)
         self.model_state = QLabel()
         self.model_state.setObjectName("hint")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("Two models answer the same prompt side by side")
+        self.compare_button.clicked.connect(self.open_compare)
+        self.compare_window: CompareWindow | None = None
         self.settings_button = QPushButton("Settings")
         self.settings_button.setCheckable(True)
         self.settings_button.setToolTip("System prompt, temperature, top_p and max tokens")
@@ -95,6 +100,7 @@ class ChatPage(QWidget):
         header.addWidget(QLabel("Model:"))
         header.addWidget(self.picker)
         header.addWidget(self.model_state, 1)
+        header.addWidget(self.compare_button)
         header.addWidget(self.settings_button)
         self.settings = ChatSettingsPanel()
         self.settings.hide()
@@ -210,6 +216,8 @@ class ChatPage(QWidget):
             or (self.conversation.model if self.conversation else active)
         )
         self.picker.set_models(self._active.listed, current)
+        if self.compare_window is not None:
+            self.compare_window.set_models(self._active.listed)
         self.model_state.setText(self.picker.describe())
 
     def _on_picker_picked(self, model: str) -> None:
@@ -256,6 +264,21 @@ class ChatPage(QWidget):
         self._listed = [moved, *(c for c in self._listed if c.id != moved.id)]
         self.conversations.set_conversations(self._listed)
         self.conversations.select(moved.id)
+
+    def open_compare(self) -> None:
+        """The Compare window, the model picked here on its left, the input's text as its
+        prompt and this chat's settings for both sides (widgets/chat_compare.py)."""
+        if self.compare_window is None:
+            self.compare_window = CompareWindow(self._bridge, self)
+        window = self.compare_window
+        window.system_prompt, window.params = self.settings.values()
+        window.set_models(self._active.listed, self.picker.current_model() or None)
+        text = self.input.toPlainText().strip()
+        if text and not window.busy:
+            window.prompt.setPlainText(text)
+        window.show()
+        window.raise_()
+        window.activateWindow()
 
     # -- opening, renaming, deleting -----------------------------------------------------
 
