@@ -2,21 +2,25 @@
 notification service on a private session bus. A download from the local Hub stand-in that
 finished; the Settings page's switch that silences downloads (a second one is not told, the
 update found next is); a real llama-server that crashes (SIGSEGV: restarted) and is then
-killed from outside (SIGKILL: not restarted), each told in one plain sentence."""
+killed from outside (SIGKILL: not restarted); a model the gateway loads for a request. Each
+is told in one plain sentence."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 
 from roundhouse import __version__
 from roundhouse.api.downloads import DownloadRequest, DownloadState
-from roundhouse.api.instances import InstanceStatus
+from roundhouse.api.engines import EngineId, InstanceOptions
+from roundhouse.api.instances import InstanceStatus, Preset
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import build_ui
@@ -140,3 +144,52 @@ def test_downloads_a_switch_an_update_and_a_crash_over_dbus(
                 assert len(_told(bus, "Engine stopped unexpectedly")) == 2
 
             run(ui, qloop, scenario())
+
+
+def test_a_model_the_gateway_loads_for_a_request_over_dbus(
+    qapp: QApplication,
+    qloop: qasync.QEventLoop,
+    home_root: Path,
+    tmp_path: Path,
+    llama_server_binary: Path,
+    tiny_gguf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = tmp_path / "models" / "jit-tiny.gguf"
+    model.parent.mkdir()
+    shutil.copy(tiny_gguf, model)
+    with (
+        NotificationBus(tmp_path / "bus") as bus,
+        running_daemon(home_root, env=path_with(llama_server_binary)) as daemon,
+    ):
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", bus.address)
+        ui = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
+
+        async def scenario() -> None:
+            await connect(ui)
+            options = InstanceOptions(model=str(model), ctx_size=512, parallel=1)
+            async with DaemonClient.for_home(ui.bridge.home) as client:
+                await client.save_preset(
+                    Preset(engine=EngineId.LLAMA_CPP, model=str(model), options=options)
+                )
+            # A client of the gateway asks for the model nothing serves: it is started.
+            async with httpx.AsyncClient(base_url=daemon.url, timeout=90) as http:
+                body = {
+                    "model": "jit-tiny",
+                    "messages": [{"role": "user", "content": "Say hello."}],
+                    "max_tokens": 2,
+                }
+                answer = await http.post("/v1/chat/completions", json=body)
+                assert answer.status_code == 200, answer.text
+            loaded = "jit-tiny.gguf is loaded on llama.cpp in "
+
+            def told() -> bool:
+                said = _told(bus, "Model loaded")
+                return len(said) == 1 and said[0].startswith(loaded)
+
+            await wait_until(told, 15, "the load told")
+            assert _told(bus, "Model loaded")[0].endswith(
+                " s: a request asked for it and the gateway started it."
+            )
+
+        run(ui, qloop, scenario())

@@ -169,6 +169,9 @@ def test_a_model_loaded_on_demand() -> None:
             "started it.",
         )
     ]
+    # Started and ready between two states of the feed: told too.
+    quick = _instance(InstanceStatus.READY, id="q", launch_note=note, ready_at=100.4)
+    assert [n.kind for n in words.instances([ready, quick])] == [NoticeKind.MODEL_LOADED]
     # One the user started (no launch note) is not news.
     words.instances([_instance(InstanceStatus.STARTING, id="u")])
     assert words.instances([_instance(InstanceStatus.READY, id="u")]) == []

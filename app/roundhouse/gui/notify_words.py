@@ -76,6 +76,8 @@ class FeedNotices:
 
     def __init__(self) -> None:
         self._instances: dict[str, InstanceInfo] = {}
+        # Whether a list was heard yet: instances new after it are new, not found.
+        self._listed = False
         # Restarted instances not yet ready again: told once they are (or once they fail).
         self._restarting: set[str] = set()
         self._downloads: dict[str, DownloadState] | None = None
@@ -88,8 +90,12 @@ class FeedNotices:
             before = self._instances.get(key)
             if before is not None:
                 notices.extend(self._instance_moved(before, info))
+            elif self._listed and info.status == InstanceStatus.READY and info.launch_note:
+                # Started and loaded between two states of the feed (a small model).
+                notices.append(_loaded(info))
         self._restarting &= now.keys()
         self._instances = now
+        self._listed = True
         return notices
 
     def _instance_moved(self, before: InstanceInfo, after: InstanceInfo) -> list[Notice]:
@@ -130,16 +136,7 @@ class FeedNotices:
             and before.status in _LOADING
             and after.launch_note is not None
         ):
-            took = ""
-            if after.ready_at is not None and after.ready_at >= after.started_at:
-                took = f" in {after.ready_at - after.started_at:.0f} s"
-            return [
-                Notice(
-                    NoticeKind.MODEL_LOADED,
-                    f"{_model(after.model)} is loaded on {after.engine.value}{took}: a request "
-                    "asked for it and the gateway started it.",
-                )
-            ]
+            return [_loaded(after)]
         return []
 
     def downloads(self, queue: DownloadQueueView) -> list[Notice]:
@@ -178,6 +175,17 @@ class FeedNotices:
                 "says how to update.",
             )
         ]
+
+
+def _loaded(info: InstanceInfo) -> Notice:
+    took = ""
+    if info.ready_at is not None and info.ready_at >= info.started_at:
+        took = f" in {info.ready_at - info.started_at:.0f} s"
+    return Notice(
+        NoticeKind.MODEL_LOADED,
+        f"{_model(info.model)} is loaded on {info.engine.value}{took}: a request asked for it "
+        "and the gateway started it.",
+    )
 
 
 def _download_name(item: DownloadItem | OllamaPullItem) -> str:
