@@ -91,7 +91,7 @@ def test_start_follow_logs_restart_and_stop_from_the_page(
         assert dialog.engine() == EngineId.LLAMA_CPP
         for name in ("ctx_size", "n_gpu_layers", "threads", "flash_attn", "cache_type_k"):
             assert dialog.field_visible(name), name
-        for name in ("tensor_parallel", "gpu_memory_utilization", "draft_model"):
+        for name in ("tensor_parallel", "gpu_memory_utilization", "max_loaded_models"):
             assert not dialog.field_visible(name), name
         assert not dialog.start_button.isEnabled()
         assert "Choose a model" in dialog.problem_label.text()

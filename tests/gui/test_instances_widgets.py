@@ -125,7 +125,7 @@ def test_the_form_offers_what_each_engine_takes(
     assert dialog.ctx_size.specialValueText() == "the model's own (its config's context length)"
     for name in ("tensor_parallel", "pipeline_parallel", "gpu_memory_utilization"):
         assert dialog.field_visible(name), name
-    for name in ("n_gpu_layers", "threads", "flash_attn", "draft_model", "memory_report"):
+    for name in ("n_gpu_layers", "threads", "flash_attn", "n_cpu_moe", "memory_report"):
         assert not dialog.field_visible(name), name
     dialog.model_edit.setText("org/model")
     dialog.tensor_parallel.setValue(2)

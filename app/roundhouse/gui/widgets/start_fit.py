@@ -3,7 +3,7 @@ and, split across paired machines, the layers each would hold."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
 from roundhouse.api.engines import EngineId, InstanceOptions
@@ -29,6 +29,8 @@ _COLOURS = {Tone.GOOD: "#1e7d32", Tone.WARN: "#a15c00", Tone.BAD: "#b3261e", Ton
 class StartFitLine(QLabel):
     """Hidden until there is a local GGUF for llama.cpp; then its verdict, the summary and
     the first advice, with the breakdown in the tooltip."""
+
+    fitted = Signal(object)  # the ModelFit shown, or None when there is none (ADR 48)
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,6 +59,7 @@ class StartFitLine(QLabel):
             self._query = None
             self._timer.stop()
             self.hide()
+            self.fitted.emit(None)
             return
         query = FitQuery(path=model, instance=options.model_copy(update={"across": ()}))
         if query != self._query or options.across != self._across:
@@ -92,6 +95,7 @@ class StartFitLine(QLabel):
         self.setStyleSheet("" if neutral else f"color: {_COLOURS.get(badge.tone, '#666')};")
         self.neutral = neutral
         self.show()
+        self.fitted.emit(fit)
         if self._across and self._query is not None:
             self._ops.run(
                 self._peers.machines(),
@@ -129,6 +133,7 @@ class StartFitLine(QLabel):
         self.setText(f"{self._fit_text}\n{text}" if self._fit_text else text)
 
     def _on_fit_failed(self, failure: Failure) -> None:
+        self.fitted.emit(None)
         self.setText(f"No fit estimate: {failure.detail}")
         self.setToolTip("")
         self.setStyleSheet(f"color: {_COLOURS[Tone.UNKNOWN]};")

@@ -23,9 +23,11 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.engines import EngineId, FlashAttention, InstanceOptions
 from roundhouse.api.hardware import GpuInfo
+from roundhouse.gui.widgets.start_capability_words import with_hint
 from roundhouse.gui.widgets.start_engine_defaults import default_words
 
 if TYPE_CHECKING:
+    from roundhouse.gui.widgets.start_capabilities import StartCapabilities
     from roundhouse.gui.widgets.start_defaults import StartValues
 
 ADVANCED_FIELDS = frozenset(
@@ -88,11 +90,20 @@ def _kv_combo(tip: str) -> QComboBox:
 
 
 class StartParams(QObject):
-    """Builds `params_box`, `advanced_button` and `advanced_box` for the dialog to lay out;
-    only the rows of the options the chosen engine takes are shown."""
+    """Builds `params_box`, `advanced_button` and `advanced_box` for the dialog to lay out,
+    and places the capability rows in `capabilities.box` (ADR 48); only the rows of the
+    options the chosen engine takes are shown."""
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(
+        self, parent: QObject | None = None, capabilities: StartCapabilities | None = None
+    ) -> None:
         super().__init__(parent)
+        if capabilities is None:
+            # Here, not at the top: start_capabilities builds on this module's helpers.
+            from roundhouse.gui.widgets.start_capabilities import StartCapabilities
+
+            capabilities = StartCapabilities(self)
+        self.capabilities = caps = capabilities
         self.ctx_size = optional_spin(
             "engine default", 0, 1 << 24, "Tokens of context per instance; 0: the model's own"
         )
@@ -158,23 +169,19 @@ class StartParams(QObject):
         self._params = QFormLayout()
         self._params.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self._fields: dict[str, QWidget] = {}
+        self._forms: dict[str, QFormLayout] = {}
         self._add_param("ctx_size", "Context size:", self.ctx_size)
         self._add_param(
             "n_gpu_layers", "GPU layers:", form_row(self.gpu_layers_choice, self.gpu_layers_number)
         )
         self._add_param("threads", "Threads:", self.threads)
         self._add_param("parallel", "Parallel slots:", self.parallel)
-        self._add_param("flash_attn", "Flash attention:", self.flash_attn)
-        self._add_param("cache_type_k", "KV cache type K:", self.cache_type_k)
-        self._add_param("cache_type_v", "KV cache type V:", self.cache_type_v)
         self._add_param("tensor_parallel", "Tensor parallel:", self.tensor_parallel)
         self._add_param("pipeline_parallel", "Pipeline parallel:", self.pipeline_parallel)
         self._add_param(
             "gpu_memory_utilization", "GPU memory utilization:", self.gpu_memory_utilization
         )
         self._add_param("max_model_len", "Max model length:", self.max_model_len)
-        self._add_param("draft_model", "Draft model:", self.draft_model)
-        self._add_param("num_draft_tokens", "Draft tokens:", self.num_draft_tokens)
         self._add_param("max_loaded_models", "Max loaded models:", self.max_loaded_models)
         self._add_param("memory_report", "Memory:", self.memory_report)
         self._add_param("reranking", "Reranking:", self.reranking)
@@ -193,6 +200,26 @@ class StartParams(QObject):
         self._params.addRow("Port:", self.port)
         self.params_box = QGroupBox("Parameters")
         self.params_box.setLayout(self._params)
+
+        # -- capabilities (ADR 48): each with the sentence that says when to use it -----
+        for name, label, widget in (
+            ("flash_attn", "Flash attention:", self.flash_attn),
+            ("cache_type_k", "KV cache type K:", self.cache_type_k),
+            ("cache_type_v", "KV cache type V:", self.cache_type_v),
+        ):
+            self._add_param(name, label, with_hint(widget, name), caps.form)
+        self._add_param(
+            "draft_model", "Draft model:", caps.attach_draft(self.draft_model), caps.form
+        )
+        self._add_param(
+            "num_draft_tokens",
+            "Draft tokens:",
+            with_hint(self.num_draft_tokens, "num_draft_tokens"),
+            caps.form,
+        )
+        for name, label, row in caps.rows:
+            self._add_param(name, label, row, caps.form)
+        caps.use_all_layers.connect(self._on_use_all_layers)
 
         # -- advanced ------------------------------------------------------------------
         self.served_name = QLineEdit()
@@ -316,6 +343,7 @@ class StartParams(QObject):
             line.textChanged.connect(slot)
         for combo in (self.cache_type_k, self.cache_type_v, self.dtype):
             combo.currentTextChanged.connect(slot)
+        self.capabilities.connect_changes(slot)
 
     def values(self) -> dict[str, object]:
         """Every field's value, by InstanceOptions name (hidden ones too)."""
@@ -348,6 +376,7 @@ class StartParams(QObject):
             "reasoning_parser": self.reasoning_parser.currentText().strip() or None,
             "rpc": tuple(p.strip() for p in self.rpc.text().split(",") if p.strip()),
             "across": tuple(p.strip() for p in self.across.text().split(",") if p.strip()),
+            **self.capabilities.values(),
         }
 
     def set_options(self, options: InstanceOptions) -> None:
@@ -384,12 +413,11 @@ class StartParams(QObject):
         self.reasoning_parser.setCurrentText(options.reasoning_parser or "")
         self.rpc.setText(",".join(options.rpc))
         self.across.setText(",".join(options.across))
+        self.capabilities.set_options(options)
 
     def field_visible(self, name: str) -> bool:
         """Whether the parameter `name` (an InstanceOptions field) is offered now."""
-        widget = self._fields[name]
-        form = self._advanced if name in ADVANCED_FIELDS else self._params
-        return form.isRowVisible(widget)
+        return self._forms[name].isRowVisible(self._fields[name])
 
     def say_engine_defaults(self, engine: EngineId | None, gpus: Sequence[GpuInfo]) -> None:
         """What `engine` does with the context and slots left empty, in their empty text."""
@@ -400,8 +428,9 @@ class StartParams(QObject):
     def offer(self, engine: EngineId | None, fields: frozenset[str]) -> None:
         """Show the rows of `fields` alone, and the KV cache types that `engine` knows."""
         for name, widget in self._fields.items():
-            form = self._advanced if name in ADVANCED_FIELDS else self._params
-            form.setRowVisible(widget, name in fields)
+            self._forms[name].setRowVisible(widget, name in fields)
+        caps = {n for n, form in self._forms.items() if form is self.capabilities.form}
+        self.capabilities.box.setVisible(bool(fields & caps))
         has_advanced = bool(fields & ADVANCED_FIELDS)
         self.advanced_button.setVisible(has_advanced)
         self.advanced_box.setVisible(has_advanced and self.advanced_button.isChecked())
@@ -416,14 +445,20 @@ class StartParams(QObject):
     def _add_param(
         self, name: str, label: str, widget: QWidget, form: QFormLayout | None = None
     ) -> None:
-        (form or self._params).addRow(label, widget)
+        form = form or self._params
+        form.addRow(label, widget)
         self._fields[name] = widget
+        self._forms[name] = form
 
     def _gpu_layers(self) -> int | str | None:
         value = self.gpu_layers_choice.currentData()
         if self.gpu_layers_choice.currentText() == "number":
             return self.gpu_layers_number.value()
         return value if isinstance(value, str) else None
+
+    def _on_use_all_layers(self) -> None:
+        # The proposed N keeps experts in RAM so that every layer fits on the GPU.
+        self.gpu_layers_choice.setCurrentIndex(self.gpu_layers_choice.findData("all"))
 
     def _on_gpu_layers_choice_changed(self) -> None:
         self.gpu_layers_number.setVisible(self.gpu_layers_choice.currentText() == "number")
