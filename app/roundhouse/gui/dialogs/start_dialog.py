@@ -33,6 +33,7 @@ from roundhouse.gui.widgets.start_defaults import StartDefaults, StartValues
 from roundhouse.gui.widgets.start_fit import StartFitLine
 from roundhouse.gui.widgets.start_params import StartParams, form_row, spin_value
 from roundhouse.gui.widgets.start_presets import StartPresets
+from roundhouse.gui.widgets.start_projector import StartProjector
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
@@ -162,6 +163,8 @@ class StartDialog(QDialog):
         self.defaults_label.setObjectName("hint")
         self.defaults_label.setWordWrap(True)
         self.defaults_label.hide()
+        # The vision projector (ADR 45), a group of its own under the parameters.
+        self.projector = StartProjector(self)
         self.fit_line = StartFitLine(bridge)
         # Whoever opened the dialog follows the start and opens the chat (the dialog closes
         # as soon as the daemon accepted the start, long before the model is loaded).
@@ -178,6 +181,7 @@ class StartDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(params.params_box)
+        layout.addWidget(self.projector)
         layout.addWidget(self.advanced_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.advanced_box)
         layout.addWidget(self.defaults_label)
@@ -192,6 +196,7 @@ class StartDialog(QDialog):
         self.engine_combo.currentIndexChanged.connect(self._on_engine_combo_changed)
         self.model_edit.textChanged.connect(self._on_model_edit_changed)
         params.connect_changes(self.validate)
+        self.projector.changed.connect(self.validate)
         if engine is not None:
             index = self.engine_combo.findData(engine.value)
             if index >= 0:
@@ -220,6 +225,8 @@ class StartDialog(QDialog):
         fields = self._takes.get(engine, frozenset()) if engine else frozenset()
         values = self.params.values()
         chosen = {name: value for name, value in values.items() if name in fields}
+        if engine == EngineId.LLAMA_CPP:
+            chosen["mmproj"] = self.projector.value()
         return InstanceOptions.model_validate({"model": self.model() or None, **chosen})
 
     def request(self) -> StartRequest:
@@ -243,6 +250,7 @@ class StartDialog(QDialog):
     def set_options(self, options: InstanceOptions) -> None:
         """Fill the form from saved options (a preset); the model field is left as it is."""
         self.params.set_options(options)
+        self.projector.set_value(options.mmproj)
         self.validate()
 
     def field_visible(self, name: str) -> bool:
@@ -387,6 +395,7 @@ class StartDialog(QDialog):
         engine = self.engine()
         fields = self._takes.get(engine, frozenset()) if engine else frozenset()
         self.params.offer(engine, fields)
+        self.projector.setVisible(engine == EngineId.LLAMA_CPP)
         inventory = self._bridge.inventory
         self.params.say_engine_defaults(engine, inventory.gpus if inventory is not None else [])
         hint = MODEL_HINTS.get(engine, "") if engine else ""

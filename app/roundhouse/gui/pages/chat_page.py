@@ -36,6 +36,7 @@ from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.chat_attachments import ChatAttachments
 from roundhouse.gui.widgets.chat_compare import CompareWindow
 from roundhouse.gui.widgets.chat_conversations import ConversationsView
 from roundhouse.gui.widgets.chat_input import ChatInput
@@ -117,6 +118,11 @@ class ChatPage(QWidget):
         self.message_label.hide()
         self.input = ChatInput()
         self.input.submitted.connect(self.send)
+        # Images for a vision model: attached, pasted or dropped on the input (ADR 45).
+        self.attachments = ChatAttachments()
+        self.input.image_files.connect(self.attachments.add_files)
+        self.input.image_pixels.connect(self.attachments.add_pixels)
+        self.attachments.changed.connect(self._check_images)
         self.send_button = QPushButton("Send")
         self.send_button.clicked.connect(self.send)
         self.stop_button = QPushButton("Stop")
@@ -125,6 +131,7 @@ class ChatPage(QWidget):
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.attachments.attach_button)
         buttons.addStretch(1)
         entry = QHBoxLayout()
         entry.addWidget(self.input, 1)
@@ -137,6 +144,7 @@ class ChatPage(QWidget):
         right_layout.addWidget(self.settings)
         right_layout.addWidget(self.transcript, 1)
         right_layout.addWidget(self.message_label)
+        right_layout.addWidget(self.attachments)
         right_layout.addLayout(entry)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.setChildrenCollapsible(False)
@@ -373,17 +381,22 @@ class ChatPage(QWidget):
         if not self.picker.current_model():
             self._say(NO_MODEL)
             return
+        images = self.attachments.images()
+        if not self._check_images():
+            return  # the model cannot read them: said beside the images, nothing sent
         text = self.input.take_text()
-        if not text:
+        if not text and not images:
             return
         if self.conversation is None:
             system_prompt, params = self.settings.values()
             new = NewConversation(
                 model=self.picker.current_model(), system_prompt=system_prompt, params=params
             )
-            self._begin(TurnRequest(new=new, content=text), cut=None, restore=text)
+            request = TurnRequest(new=new, content=text, images=images)
+            self._begin(request, cut=None, restore=text)
         else:
-            self._begin(self._turn(content=text), cut=None, restore=text)
+            request = self._turn(content=text).model_copy(update={"images": images})
+            self._begin(request, cut=None, restore=text)
 
     def regenerate(self, widget: MessageWidget) -> None:
         """Ask for the last reply again (Regenerate, or Retry after a failure)."""
@@ -431,6 +444,8 @@ class ChatPage(QWidget):
 
         def started(turn: TurnStarted) -> None:
             self._sending, self.reply = None, stream
+            if request.images:
+                self.attachments.clear()  # sent: kept with the message now
             first = self.conversation is None
             conversation = turn.conversation
             if conversation is not None:
@@ -460,6 +475,10 @@ class ChatPage(QWidget):
         stream.refused.connect(refused)
         stream.finished.connect(self._on_reply_finished)
         self._update_actions()
+
+    def _check_images(self) -> bool:
+        """Whether the attached images may go to the chat's model (ADR 45)."""
+        return self.attachments.check_model(self._bridge.instances, self.picker.current_model())
 
     def _on_reply_finished(self, message: Message | None) -> None:
         self.reply = None

@@ -1,9 +1,10 @@
-"""The chat's input box: Enter sends, Shift+Enter starts a new line."""
+"""The chat's input box: Enter sends, Shift+Enter starts a new line; images pasted or dropped
+on it are handed to the attachments (ADR 45)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtGui import QImage, QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 PLACEHOLDER = "Message the model (Enter sends, Shift+Enter for a new line)"
@@ -13,6 +14,8 @@ class ChatInput(QPlainTextEdit):
     """Emits `submitted` on Enter; the text stays until the page takes it."""
 
     submitted = Signal()
+    image_files = Signal(list)  # local image files pasted or dropped (paths)
+    image_pixels = Signal(QImage)  # an image pasted from the clipboard (pixels, no file)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -43,3 +46,36 @@ class ChatInput(QPlainTextEdit):
         if text:
             self.clear()
         return text
+
+    # -- images pasted or dropped: attached, not typed as a path ----------------------------
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return (
+            bool(_image_files(source)) or source.hasImage() or super().canInsertFromMimeData(source)
+        )
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        files = _image_files(source)
+        if files:
+            self.image_files.emit(files)
+            return
+        if source.hasImage():
+            image = source.imageData()
+            if isinstance(image, QImage):
+                self.image_pixels.emit(image)
+                return
+        super().insertFromMimeData(source)
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
+def _image_files(source: QMimeData) -> list[str]:
+    """The local image files among what is pasted or dropped."""
+    if not source.hasUrls():
+        return []
+    return [
+        url.toLocalFile()
+        for url in source.urls()
+        if url.isLocalFile() and url.toLocalFile().lower().endswith(IMAGE_SUFFIXES)
+    ]

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.chat import Message, ReplyStats, Role
 from roundhouse.gui.chat_reply import stats_line
+from roundhouse.gui.widgets.chat_attachments import show_thumbnails
 from roundhouse.gui.widgets.chat_markdown import MarkdownView, WrappedLabel
 
 THINKING = "Thinking…"
@@ -152,6 +153,7 @@ class MessageWidget(QFrame):
         """A saved message, whole."""
         self.message = message
         self.show_final(message.content, message.reasoning or "", message.stats)
+        show_thumbnails(self, message.images)
 
     def show_partial(self, content: str, reasoning: str) -> None:
         """A reply while it streams: only what changed is re-rendered."""
