@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pygments.styles import get_style_by_name
-from pygments.token import Keyword, Name
+from pygments.token import Keyword, Name, _TokenType
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
@@ -15,6 +15,8 @@ from pytestqt.qtbot import QtBot
 from roundhouse.gui import code_highlight
 from roundhouse.gui.code_highlight import DARK_STYLE, LIGHT_STYLE, run_pending
 from roundhouse.gui.icons import is_dark
+from roundhouse.gui.theme.contrast import contrast_ratio, hex_rgb
+from roundhouse.gui.theme.tokens import Scheme, colours
 from roundhouse.gui.widgets.chat_markdown import CodeBlock, MarkdownView
 
 PYTHON = "def greet(name: str) -> str:\n    return f'hello {name}'\n\nclass Door:\n    pass"
@@ -22,8 +24,8 @@ PLAIN = "total 8\ndrwxr-xr-x 2 me me 4096 Nov 29 ."
 REPLY = f"Here it is:\n\n```python\n{PYTHON}\n```\n\nThe output:\n\n```\n{PLAIN}\n```\n"
 
 
-def _colour(style: str, token: object) -> str:
-    return "#" + get_style_by_name(style).style_for_token(token)["color"].lower()
+def _colour(style: str, token: _TokenType) -> str:
+    return f"#{get_style_by_name(style).style_for_token(token)['color'] or ''}".lower()
 
 
 def _shown_colours(block: CodeBlock) -> set[str]:
@@ -124,8 +126,18 @@ def test_a_dark_palette_switches_to_the_dark_style(qapp: QApplication, qtbot: Qt
     run_pending()
     style = DARK_STYLE if dark else LIGHT_STYLE
     assert _colour(style, Keyword) in _shown_colours(python)
-    background = get_style_by_name(style).background_color.lower()
-    assert python.view.palette().color(QPalette.ColorRole.Base).name() == background
+    fill = colours(Scheme.DARK if dark else Scheme.LIGHT).code_fill.lower()
+    assert python.view.palette().color(QPalette.ColorRole.Base).name() == fill
+
+
+def test_every_token_colour_reads_on_the_themes_code_fill() -> None:
+    """4.5:1 or more for body text, in both themes (whitespace's colour is never seen)."""
+    for style, scheme in ((LIGHT_STYLE, Scheme.LIGHT), (DARK_STYLE, Scheme.DARK)):
+        fill = hex_rgb(colours(scheme).code_fill)
+        for token, spec in get_style_by_name(style):
+            if spec["color"] and not str(token).startswith("Token.Text.Whitespace"):
+                ratio = contrast_ratio(hex_rgb(f"#{spec['color']}"), fill)
+                assert ratio >= 4.5, f"{style}: {token} #{spec['color']} is {ratio:.2f}:1"
 
 
 def test_the_open_block_is_coloured_while_it_streams_at_a_bounded_rate(

@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 
+from roundhouse.gui.theme.tokens import Scheme, colours
+
 if TYPE_CHECKING:
     from pygments.lexer import Lexer
 
-# Chosen by the palette: GitHub's dark colours on a dark theme, Pygments' own on a light one.
+# Chosen by the palette. Both keep every token at 4.5:1 or more on the theme's code fill
+# (tests/gui/test_chat_code_blocks.py); Pygments' "default" does not (its comments are 4.4).
 DARK_STYLE = "github-dark"
-LIGHT_STYLE = "default"
+LIGHT_STYLE = "xcode"
 # How long one turn of the event loop may spend lexing, for all blocks together.
 SLICE_MS = 2.0
 # The open block of a streaming reply is coloured again at most this often.
@@ -103,11 +106,11 @@ class CodeStyle:
         self.name = DARK_STYLE if dark else LIGHT_STYLE
         self._style = get_style_by_name(self.name)
         self._formats: dict[Any, QTextCharFormat | None] = {}
-        self.background = QColor(self._style.background_color or ("#0d1117" if dark else "#f8f8f8"))
-        from pygments.token import Text
-
-        text = self._style.style_for_token(Text).get("color")
-        self.foreground = QColor(f"#{text}" if text else ("#e6edf3" if dark else "#1f2328"))
+        # The theme's code fill and text behind the style's colours (the stylesheet gives the
+        # same; without it, the palette does).
+        roles = colours(Scheme.DARK if dark else Scheme.LIGHT)
+        self.background = QColor(roles.code_fill)
+        self.foreground = QColor(roles.text)
 
     def format(self, token: Any) -> QTextCharFormat | None:
         """The format for a token type; None when the style leaves it plain."""
