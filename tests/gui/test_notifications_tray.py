@@ -1,7 +1,7 @@
 """Notifications through the tray, on a real X display (Xvfb) with a real tray (trayer): the
 app started as at login (only its tray icon) tells a download from the local Hub stand-in
-that finished as the tray's balloon, and not also over D-Bus, although a notification
-service answers there (never both for one event)."""
+that finished, and one the Hub refuses, as the tray's balloons, and not also over D-Bus,
+although a notification service answers there (never both for one event)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from tests.support.standins import keyring_env
 
 REPO = Path(__file__).resolve().parents[2]
 Q8_FILE = "tiny-llama-Q8_0.gguf"
+Q4_FILE = "tiny-llama-Q4_K_M.gguf"
 
 
 def _need(tool: str) -> str:
@@ -107,9 +108,9 @@ class _Lines:
                 return item
 
 
-async def _download(home_root: Path) -> None:
+async def _download(home_root: Path, name: str) -> None:
     async with DaemonClient.for_home(resolve_home(home_root)) as client:
-        await client.add_download(DownloadRequest(repo=GGUF_REPO, files=[Q8_FILE]))
+        await client.add_download(DownloadRequest(repo=GGUF_REPO, files=[name]))
 
 
 def test_a_finished_download_is_the_trays_balloon_and_not_also_dbus(
@@ -145,12 +146,20 @@ def test_a_finished_download_is_the_trays_balloon_and_not_also_dbus(
             lines = _Lines(app)
             ready = lines.wait_for("ready", 60)
             assert ready == {"ready": "tray", "window_visible": False}
-            asyncio.run(_download(home_root))
+            asyncio.run(_download(home_root, Q8_FILE))
             finished = f"{Q8_FILE} from {GGUF_REPO} finished downloading."
             told = lines.wait_for("told", 30)
             assert told["told"] == ["tray", "Download finished", finished]
             balloon = lines.wait_for("balloon", 10)
             assert balloon["balloon"] == ["Download finished", finished]
+            # The Hub refuses the next file: its failure, with the reason, in words.
+            fake_hub.set_faults({"repo": "*", "path": Q4_FILE, "status": 404})
+            asyncio.run(_download(home_root, Q4_FILE))
+            failed = f"{Q4_FILE} from {GGUF_REPO} did not finish downloading: "
+            balloon = lines.wait_for("balloon", 60)
+            title, text = balloon["balloon"]  # type: ignore[misc]
+            assert title == "Download failed" and text.startswith(failed), balloon
+            assert "no longer on the Hub" in text
             time.sleep(1.0)  # a D-Bus delivery, wrongly made, would have arrived by now
             assert bus.calls() == [], "told through the tray and D-Bus both"
         finally:
