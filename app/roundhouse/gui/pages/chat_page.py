@@ -2,8 +2,9 @@
 
 A conversation is created with its first message. Each turn is one call the daemon runs: it
 saves the message, streams the reply into the transcript and saves it when it ends, is stopped
-or fails; an edit or a regenerate cuts the conversation at that message first. While a reply
-streams, the open conversation stays open.
+or fails; an edit or a regenerate adds a version beside that message, the old one kept to
+switch back to (chat_history_actions.py: the switcher, search, export and import, presets).
+While a reply streams, the open conversation stays open.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from roundhouse.gui.active_model import ActiveModel
 from roundhouse.gui.call import Failure
 from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.calls.op import Ops
+from roundhouse.gui.chat_history_actions import ChatHistoryActions
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.widgets.chat_attachments import ChatAttachments
 from roundhouse.gui.widgets.chat_compare import CompareWindow
@@ -155,6 +157,9 @@ class ChatPage(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
 
+        self.history = ChatHistoryActions(bridge, self, self)
+        self.transcript.branch_requested.connect(self.history.switch_branch)
+
         self._active.changed.connect(self._on_active_model_changed)
         # Bound methods, not lambdas: Qt drops the connection when the widget goes, while
         # the bridge (and the feed's events) may outlive it.
@@ -180,6 +185,10 @@ class ChatPage(QWidget):
         self.message_label.setText(text)
         self.message_label.setVisible(bool(text))
 
+    def say(self, text: str) -> None:
+        """A line under the transcript (what went wrong, what was done)."""
+        self._say(text)
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.refresh()
@@ -197,6 +206,7 @@ class ChatPage(QWidget):
         if self._bridge.state != ConnectionState.CONNECTED:
             return
         self._ops.run(self._calls.conversations(), self._on_listing_succeeded)
+        self.history.load_presets()
         self._active.refresh()
 
     def _on_listing_succeeded(self, listed: ConversationList) -> None:
@@ -244,7 +254,10 @@ class ChatPage(QWidget):
     def _on_settings_changed(self) -> None:
         if self.conversation is not None:
             system_prompt, params = self.settings.values()
-            self._save(ConversationUpdate(system_prompt=system_prompt, params=params))
+            preset = self.settings.preset()
+            self._save(
+                ConversationUpdate(system_prompt=system_prompt, params=params, preset=preset)
+            )
 
     def _save(self, update: ConversationUpdate) -> None:
         assert self.conversation is not None
@@ -318,13 +331,21 @@ class ChatPage(QWidget):
             on_failure=lambda failure: self._say(f"Not opened: {failure}"),
         )
 
+    def show_conversation(self, conversation: Conversation) -> None:
+        """Show this conversation as the daemon answered it (another branch, an import)."""
+        if self.conversation is None or self.conversation.id == conversation.id:
+            self._wanted = conversation.id
+            self._show_conversation(conversation)
+
     def _show_conversation(self, conversation: Conversation) -> None:
         if self.busy or self._wanted != conversation.id:
             return  # another one was asked for since
         self._wanted = None
         self.conversation = conversation
         self.transcript.set_messages(conversation.messages)
-        self.settings.set_values(conversation.system_prompt, conversation.params)
+        self.settings.set_values(
+            conversation.system_prompt, conversation.params, conversation.preset
+        )
         if conversation.model:
             self.picker.set_model(conversation.model)
             self.model_state.setText(self.picker.describe())
@@ -390,7 +411,10 @@ class ChatPage(QWidget):
         if self.conversation is None:
             system_prompt, params = self.settings.values()
             new = NewConversation(
-                model=self.picker.current_model(), system_prompt=system_prompt, params=params
+                model=self.picker.current_model(),
+                system_prompt=system_prompt,
+                preset=self.settings.preset(),
+                params=params,
             )
             request = TurnRequest(new=new, content=text, images=images)
             self._begin(request, cut=None, restore=text)
@@ -431,6 +455,7 @@ class ChatPage(QWidget):
             content=content,
             model=self.picker.current_model() or None,
             system_prompt=system_prompt,
+            preset=self.settings.preset(),
             params=params,
         )
 
@@ -450,6 +475,12 @@ class ChatPage(QWidget):
             conversation = turn.conversation
             if conversation is not None:
                 self.conversation = conversation
+            if cut is not None and conversation is not None:
+                # The path as it is now: up to the message's parent (a regenerate) or the
+                # new version (an edit), each message with its versions for the switcher.
+                self.transcript.set_messages(conversation.messages)
+                self._update_actions()
+                return
             if cut is not None:
                 self.transcript.remove_from(cut)
             last: Message | None = None

@@ -1,5 +1,6 @@
 """One message of the transcript: its text, the reasoning folded, a reply's figures or its
-error with Retry, and its actions (Copy; Regenerate the last reply; Edit and resend)."""
+error with Retry, and its actions (Copy; Regenerate a reply; Edit and resend a message of
+the user's; "‹ 2/3 ›" to switch between the versions those leave)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ class MessageWidget(QFrame):
     regenerate_clicked = Signal(object)  # this widget
     retry_clicked = Signal(object)  # this widget
     edit_submitted = Signal(object, str)  # this widget, the new text
+    branch_requested = Signal(int)  # the id of the version of this message to show
 
     def __init__(self, role: Role, heading: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -123,9 +125,23 @@ class MessageWidget(QFrame):
         self.regenerate_button.clicked.connect(lambda: self.regenerate_clicked.emit(self))
         self.edit_button = _action("Edit", "Change this message and send it again")
         self.edit_button.clicked.connect(self.start_editing)
+        self.previous_button = _action("‹", "Show the previous version of this message")
+        self.previous_button.clicked.connect(lambda: self._switch(-1))
+        self.branch_label = QLabel()
+        self.branch_label.setObjectName("hint")
+        self.next_button = _action("›", "Show the next version of this message")
+        self.next_button.clicked.connect(lambda: self._switch(1))
+        self.switcher = QWidget()
+        switcher = QHBoxLayout(self.switcher)
+        switcher.setContentsMargins(0, 0, 0, 0)
+        switcher.setSpacing(2)
+        for part in (self.previous_button, self.branch_label, self.next_button):
+            switcher.addWidget(part)
+        self.switcher.hide()
         self.action_bar = QWidget()
         actions = QHBoxLayout(self.action_bar)
         actions.setContentsMargins(0, 0, 0, 0)
+        actions.addWidget(self.switcher)
         actions.addWidget(self.copy_button)
         actions.addWidget(self.regenerate_button)
         actions.addWidget(self.edit_button)
@@ -151,9 +167,28 @@ class MessageWidget(QFrame):
 
     def show_message(self, message: Message) -> None:
         """A saved message, whole."""
-        self.message = message
+        self.set_message(message)
         self.show_final(message.content, message.reasoning or "", message.stats)
         show_thumbnails(self, message.images)
+
+    def set_message(self, message: Message) -> None:
+        """The message as saved: its id, and the versions beside it for the switcher."""
+        self.message = message
+        many = message.branches > 1
+        self.switcher.setVisible(many)
+        if many:
+            self.branch_label.setText(f"{message.branch}/{message.branches}")
+            self.branch_label.setAccessibleName(f"version {message.branch} of {message.branches}")
+            self.previous_button.setEnabled(message.branch > 1)
+            self.next_button.setEnabled(message.branch < message.branches)
+
+    def _switch(self, step: int) -> None:
+        if self.message is None:
+            return
+        versions = self.message.sibling_ids
+        index = self.message.branch - 1 + step
+        if 0 <= index < len(versions):
+            self.branch_requested.emit(versions[index])
 
     def show_partial(self, content: str, reasoning: str) -> None:
         """A reply while it streams: only what changed is re-rendered."""
@@ -176,14 +211,23 @@ class MessageWidget(QFrame):
         self.error_row.setVisible(bool(error))
 
     def set_actions(self, *, enabled: bool, last_reply: bool) -> None:
-        """Actions need a saved message and no reply streaming; Regenerate is for the last."""
+        """Actions need a saved message and no reply streaming. Regenerate is on every reply
+        (the old one stays, a version to switch back to); `last_reply` is kept for callers
+        that mark the newest."""
         saved = enabled and self.message is not None
         for button in (self.copy_button, self.regenerate_button, self.edit_button):
             button.setEnabled(saved)
         self.copy_button.setEnabled(bool(self.content))
         self.retry_button.setEnabled(enabled)
+        for button in (self.previous_button, self.next_button):
+            button.setEnabled(saved and self._can_step(button is self.next_button))
         failed = self.stats is not None and self.stats.error is not None
-        self.regenerate_button.setVisible(last_reply and self.role == Role.ASSISTANT and not failed)
+        self.regenerate_button.setVisible(self.role == Role.ASSISTANT and not failed)
+
+    def _can_step(self, forward: bool) -> bool:
+        if self.message is None:
+            return False
+        return self.message.branch < self.message.branches if forward else self.message.branch > 1
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.content)

@@ -98,5 +98,5 @@ class ReplyStream(QObject):
             label.setText(f"{label.text()} · not saved: {ended.not_saved}")
             label.show()
         else:
-            self.widget.message = ended.message
+            self.widget.set_message(ended.message)
         self.finished.emit(ended.message)

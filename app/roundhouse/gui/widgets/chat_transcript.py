@@ -30,6 +30,7 @@ class Transcript(QScrollArea):
     regenerate_requested = Signal(object)  # MessageWidget
     retry_requested = Signal(object)  # MessageWidget
     edit_requested = Signal(object, str)  # MessageWidget, the new text
+    branch_requested = Signal(int)  # the id of the message version to show
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -153,6 +154,7 @@ class Transcript(QScrollArea):
         widget.regenerate_clicked.connect(self.regenerate_requested)
         widget.retry_clicked.connect(self.retry_requested)
         widget.edit_submitted.connect(self.edit_requested)
+        widget.branch_requested.connect(self.branch_requested)
         self.empty_label.hide()
         # Before the stretch, which keeps short transcripts at the top.
         self._layout.insertWidget(self._layout.count() - 1, widget)
