@@ -11,6 +11,7 @@ from pygments.token import Keyword, Name, _TokenType
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
+from shiboken6 import isValid
 
 from roundhouse.gui import code_highlight
 from roundhouse.gui.code_highlight import DARK_STYLE, LIGHT_STYLE, run_pending
@@ -161,3 +162,16 @@ def test_the_open_block_is_coloured_while_it_streams_at_a_bounded_rate(
     run_pending()
     assert block.closed and len(block.highlighter.formats) >= 60
     assert code_highlight.STREAM_PASS_MS >= 100
+
+
+def test_a_block_closed_while_its_colours_are_queued_is_skipped(
+    qapp: QApplication, qtbot: QtBot
+) -> None:
+    view = MarkdownView()
+    view.set_markdown(REPLY)  # both blocks queued, none lexed yet
+    assert view.code_blocks()[0].highlighter.formats == {}
+    view.deleteLater()
+    qtbot.waitUntil(lambda: not isValid(view), timeout=2000)
+    run_pending()  # nothing raised for the highlighters gone with the view
+    after = _view(qtbot, REPLY)
+    assert _shown_colours(after.code_blocks()[0]), "the queue still runs"

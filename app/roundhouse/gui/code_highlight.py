@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from shiboken6 import isValid
 
 from roundhouse.gui.theme.tokens import Scheme, colours
 
@@ -201,13 +202,17 @@ class _Queue(QObject):
         return any(j.owner is owner for j in self.jobs)
 
     def _run(self) -> None:
-        deadline = time.perf_counter() + SLICE_MS / 1000
-        while self.jobs and time.perf_counter() < deadline:
-            job = self.jobs.pop(0)
-            if not job.run(deadline):
-                self.jobs.append(job)
+        self.run_for(SLICE_MS / 1000)
         if self.jobs:
             self.timer.start()
+
+    def run_for(self, seconds: float) -> None:
+        deadline = time.perf_counter() + seconds
+        while self.jobs and time.perf_counter() < deadline:
+            job = self.jobs.pop(0)
+            # A block closed meanwhile (a new chat, a regenerate) took its highlighter along.
+            if isValid(job.owner) and not job.run(deadline):
+                self.jobs.append(job)
 
 
 _queue: _Queue | None = None
@@ -222,12 +227,7 @@ def _the_queue() -> _Queue:
 
 def run_pending(within_s: float = 5.0) -> None:
     """Lex every queued block to the end now (tests, and a save that wants exact colours)."""
-    queue = _the_queue()
-    deadline = time.perf_counter() + within_s
-    while queue.jobs and time.perf_counter() < deadline:
-        job = queue.jobs.pop(0)
-        if not job.run(deadline):
-            queue.jobs.append(job)
+    _the_queue().run_for(within_s)
 
 
 class CodeHighlighter(QSyntaxHighlighter):
