@@ -1,7 +1,7 @@
 """The Chat page against a real daemon and the real llama-server: a reply streams in and is
-kept, stop, regenerate, edit and resend, an error with Retry, delete; the conversation is
-found again by a fresh app. Then the widgets alone: Markdown and code, the folded reasoning,
-the coalesced repaints, the input's keys."""
+kept, stop, regenerate and edit and resend (new versions shown), an error with Retry,
+delete; the conversation is found again by a fresh app. Then the widgets alone: Markdown
+and code, the folded reasoning, the coalesced repaints, the input's keys."""
 
 from __future__ import annotations
 
@@ -159,7 +159,8 @@ def test_a_reply_streams_in_is_regenerated_edited_and_found_by_a_fresh_app(
         assert stored.system_prompt == "You are terse." and stored.model == model
         assert stored.params.max_tokens == 1200 and stored.params.temperature == 0.7
 
-        # Regenerate the last reply: it is replaced, in the store too.
+        # Regenerate the last reply: a new version shown, in the store too (the old one is
+        # kept beside it: tests/gui/test_chat_history_gui.py switches between them).
         assert reply.regenerate_button.isVisible() and reply.regenerate_button.isEnabled()
         first_id = reply.message.id
         reply.regenerate_button.click()
@@ -170,7 +171,7 @@ def test_a_reply_streams_in_is_regenerated_edited_and_found_by_a_fresh_app(
         stored = await _stored(llama_daemon, conversation.id)
         assert [m.id for m in stored.messages][-1] == regenerated.message.id
 
-        # Edit the question in place and send it again: what followed it is replaced.
+        # Edit the question in place and send it again: the path shown is the new version.
         question = page.transcript.messages[0]
         assert question.edit_button.isVisible()
         question.edit_button.click()
