@@ -19,8 +19,9 @@ from roundhouse.api.instances import InstanceInfo, InstanceList, InstanceOrigin,
 from roundhouse.base.paths import resolve_home
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.dialogs.attach_dialog import AttachDialog
+from roundhouse.gui.theme.roles import role_colour
 from roundhouse.gui.widgets.instances_model import (
-    UNPROTECTED_COLOR,
+    UNPROTECTED_ROLE,
     Column,
     InstancesModel,
 )
@@ -72,7 +73,7 @@ def test_an_external_row_is_badged_unprotected_with_what_to_do(qtbot: QtBot) -> 
     ours, external = model.index(0, Column.ORIGIN), model.index(1, Column.ORIGIN)
     assert model.data(ours) == "started"
     assert model.data(external) == "external · unprotected"
-    assert model.data(external, Qt.ItemDataRole.ForegroundRole) == UNPROTECTED_COLOR
+    assert model.data(external, Qt.ItemDataRole.ForegroundRole) == role_colour(UNPROTECTED_ROLE)
     assert model.data(external, Qt.ItemDataRole.DecorationRole) is not None
     assert model.data(ours, Qt.ItemDataRole.DecorationRole) is None
     tip = model.data(external, Qt.ItemDataRole.ToolTipRole)

@@ -88,3 +88,30 @@ def ui_icon(name: str, scheme: Scheme) -> QIcon:
         for size in ICON_SIZES:
             icon.addPixmap(_render(svg, colour, size), mode)
     return icon
+
+
+# A badge's icon by its tone; neutral and unknown have none (their words say enough).
+TONE_ICONS = {
+    "good": "circle-check",
+    "warn": "triangle-alert",
+    "bad": "circle-x",
+    "info": "info",
+}
+
+
+@cache
+def tinted_icon(name: str, colour: str) -> QIcon:
+    """Lucide's `name` in one colour (a badge's icon in its text's colour)."""
+    svg = _svg(name)
+    icon = QIcon()
+    for size in ICON_SIZES:
+        icon.addPixmap(_render(svg, colour, size))
+    return icon
+
+
+def tone_icon(tone: str, palette: QPalette, name: str | None = None) -> QIcon:
+    """The icon of a badge of `tone` (or `name`), in the palette's text colour."""
+    chosen = name or TONE_ICONS.get(tone)
+    if chosen is None:
+        return QIcon()
+    return tinted_icon(chosen, palette.color(QPalette.ColorRole.WindowText).name())

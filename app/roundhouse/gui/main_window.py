@@ -95,6 +95,9 @@ class MainWindow(QMainWindow):
         right.addWidget(self.pages, 1)
         central = QWidget()
         layout = QHBoxLayout(central)
+        # The sidebar runs edge to edge; the pages keep their own margins.
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
         layout.addWidget(self.navigation)
         layout.addLayout(right, 1)
         self.setCentralWidget(central)

@@ -26,6 +26,7 @@ from roundhouse.api.peers import PairingCodeReply, PeerInfo, parse_address
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.peers import PeersCalls
+from roundhouse.gui.theme.roles import role_hex
 
 
 def shown_fingerprint(fingerprint: str) -> str:
@@ -133,7 +134,8 @@ class PairDialog(QDialog):
             lines.append(f"Address to type there: {shown}")
         if not offer.listening:
             lines.append(
-                f'<span style="color:#c0392b">{html.escape(offer.error or "Not listening.")}</span>'
+                f'<span style="color:{role_hex("danger_text")}">'
+                f"{html.escape(offer.error or 'Not listening.')}</span>"
             )
         self.code_details.setText("<br>".join(lines))
         self.code_label.show()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 from roundhouse.api.settings import ThemeChoice
 from roundhouse.gui.theme.palette import build_palette
@@ -81,17 +81,29 @@ class ThemeManager(QObject):
         scheme = self.scheme
         if scheme == self._applied:
             return
+        first = self._applied is None
         self._applied = scheme
         if self._app.style().name().lower() != BASE_STYLE.lower():
             self._app.setStyle(BASE_STYLE)
         self._app.setPalette(build_palette(colours(scheme)))
         self._app.setStyleSheet(build_stylesheet(scheme, self.base_pt))
+        if not first:
+            _refresh_links()
         self.changed.emit(scheme.value)
 
     def _on_os_scheme_changed(self, scheme: Qt.ColorScheme) -> None:
         self._os_scheme = scheme
         if self._choice == ThemeChoice.SYSTEM:
             self.apply()
+
+
+def _refresh_links() -> None:
+    """A label's rich text keeps the link colour it was laid out with: lay it out again."""
+    for widget in QApplication.allWidgets():
+        if isinstance(widget, QLabel) and "<a " in (text := widget.text()):
+            # setText() of the same text is a no-op: clear it first.
+            widget.clear()
+            widget.setText(text)
 
 
 def theme_manager(app: QApplication, store: QSettings | None = None) -> ThemeManager:

@@ -7,6 +7,7 @@ from string import Template
 
 from roundhouse.base.resources import resource_path
 from roundhouse.gui.theme import tokens
+from roundhouse.gui.theme.assets import glyph_path
 from roundhouse.gui.theme.tokens import Scheme
 
 
@@ -25,7 +26,8 @@ def build_stylesheet(scheme: Scheme, base_pt: float) -> str:
 
     A placeholder the tokens do not fill raises KeyError: a typo in app.qss fails the tests
     rather than leaving a rule without its colour."""
-    values: dict[str, str] = dict(tokens.colours(scheme).roles())
+    roles = tokens.colours(scheme)
+    values: dict[str, str] = dict(roles.roles())
     values.update(
         title_pt=_pt(base_pt, tokens.TYPE_TITLE),
         section_pt=_pt(base_pt, tokens.TYPE_SECTION),
@@ -41,5 +43,11 @@ def build_stylesheet(scheme: Scheme, base_pt: float) -> str:
         radius_l=str(tokens.RADIUS_L),
         # Room above a card for its title, which sits on the card's top edge.
         title_gap=str(round(base_pt * 1.4) + tokens.SPACE_S),
+        check_image=glyph_path("check", roles.accent_text),
+        minus_image=glyph_path("minus", roles.accent_text),
+        arrow_down=glyph_path("chevron-down", roles.text),
+        arrow_up=glyph_path("chevron-up", roles.text),
+        arrow_down_disabled=glyph_path("chevron-down", roles.text_disabled),
+        arrow_up_disabled=glyph_path("chevron-up", roles.text_disabled),
     )
     return _template().substitute(values)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from roundhouse.api.bench import BenchList, BenchStatus, BenchSummary, counts_line
+from roundhouse.gui.theme.roles import role_colour
 
 COLUMNS = (
     "When",
@@ -20,8 +21,8 @@ COLUMNS = (
     "Failures",
     "Id",
 )
-# Rows of runs with failures: the text in a red that reads on light and dark backgrounds.
-FAILED_COLOUR = QColor("#d9534f")
+# Rows of runs with failures: the theme's colour for a problem, as the cell is filled.
+FAILED_ROLE = "danger_text"
 
 
 def _cells(s: BenchSummary) -> tuple[str, ...]:
@@ -70,7 +71,7 @@ class BenchResults(QTableWidget):
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
                 if summary.failed:
-                    item.setForeground(QBrush(FAILED_COLOUR))
+                    item.setForeground(QBrush(role_colour(FAILED_ROLE)))
                     item.setToolTip(
                         f"{counts_line(summary.completed, summary.failed)}; "
                         "throughput and latencies (*) cover the successful requests only"

@@ -164,6 +164,12 @@ class ChartCard(QWidget):
 
     # Hover: show the values under the mouse instead of the latest ones.
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        # The theme changed: the plot's background and axes are drawn from the palette.
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "plot"):
+            self._style_plot()
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.plot and event.type() == QEvent.Type.Leave:
             self._end_hover()

@@ -33,6 +33,7 @@ from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.gateway import GatewayCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.theme.roles import role_hex
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.gateway_names import ModelNamesEditor
 
@@ -331,7 +332,8 @@ class GatewaySettingsSection(QGroupBox):
         for listener in status.listeners:
             where = html.escape(listener.url)
             if listener.error:
-                rows.append(f"{where}: <span style='color:#c62828'>{html.escape(listener.error)}")
+                colour = role_hex("danger_text")
+                rows.append(f"{where}: <span style='color:{colour}'>{html.escape(listener.error)}")
                 rows[-1] += "</span>"
             else:
                 rows.append(f"{where} ({'key required' if listener.needs_key else 'no key'})")

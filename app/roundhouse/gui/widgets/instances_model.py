@@ -14,11 +14,11 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     Qt,
 )
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QStyle
 
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
 from roundhouse.base.units import format_bytes, format_duration
+from roundhouse.gui.theme.roles import role_colour
 from roundhouse.gui.widgets.instances_memory import memory_tooltip
 
 AnyIndex = QModelIndex | QPersistentModelIndex
@@ -47,9 +47,10 @@ HEADERS = {
 }
 # The whole InstanceInfo of a row, for views and actions.
 INSTANCE_ROLE = Qt.ItemDataRole.UserRole + 1
-FAILED_COLOR = QColor("#c62828")
-READY_COLOR = QColor("#2e7d32")
-UNPROTECTED_COLOR = QColor("#b26a00")
+# Colour roles of the theme in force; the status words say the same.
+FAILED_ROLE = "danger_text"
+READY_ROLE = "success_text"
+UNPROTECTED_ROLE = "warning_text"
 UNPROTECTED_BADGE = "unprotected"
 _NUMERIC = {Column.PORT, Column.UPTIME, Column.MEMORY}
 
@@ -215,13 +216,13 @@ class InstancesModel(QAbstractTableModel):
             return self._tooltip(info, column)
         if role == Qt.ItemDataRole.ForegroundRole and column == Column.STATUS:
             if info.status == InstanceStatus.FAILED:
-                return FAILED_COLOR
+                return role_colour(FAILED_ROLE)
             if info.status == InstanceStatus.READY:
-                return READY_COLOR
+                return role_colour(READY_ROLE)
             return None
         if column == Column.ORIGIN and (info.unprotected or info.warnings):
             if role == Qt.ItemDataRole.ForegroundRole:
-                return UNPROTECTED_COLOR
+                return role_colour(UNPROTECTED_ROLE)
             if role == Qt.ItemDataRole.DecorationRole:
                 style = QApplication.style()
                 return style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)

@@ -14,19 +14,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from roundhouse.gui.theme.roles import role_hex
 from roundhouse.gui.widgets.keyed_table_model import KeyedTableModel
 from roundhouse.gui.widgets.models_words import Badge, Tone
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 TONE_ROLE = Qt.ItemDataRole.UserRole + 2
-# (fill, border, text): pale pills with dark text read on light and dark windows alike.
-TONE_COLOURS: dict[Tone, tuple[str, str, str]] = {
-    Tone.GOOD: ("#e3f4e4", "#8fcb93", "#1b5e20"),
-    Tone.WARN: ("#fff3d6", "#e6c36a", "#6d4700"),
-    Tone.BAD: ("#fdecea", "#e3a59f", "#8c1d18"),
-    Tone.UNKNOWN: ("#eceff1", "#c5cbd0", "#4a5258"),
-    Tone.NEUTRAL: ("#f5f6f7", "#c5cbd0", "#2b2f33"),
+# Each tone's colour roles (fill, border, text), looked up in the theme in force as a pill
+# is painted: the badge's words say the same, colour is never alone.
+TONE_ROLES: dict[Tone, str] = {
+    Tone.GOOD: "success",
+    Tone.WARN: "warning",
+    Tone.BAD: "danger",
+    Tone.UNKNOWN: "neutral",
+    Tone.NEUTRAL: "neutral",
 }
+
+
+def tone_colours(tone: Tone) -> tuple[str, str, str]:
+    """(fill, border, text) of `tone` in the theme in force."""
+    role = TONE_ROLES.get(tone, "neutral")
+    return tuple(role_hex(f"{role}_{part}") for part in ("fill", "border", "text"))  # type: ignore[return-value]
 
 
 class BadgeTableModel(KeyedTableModel):
@@ -100,7 +108,7 @@ class BadgeDelegate(QStyledItemDelegate):
             self.initStyleOption(plain, index)
             plain.text = ""
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, plain, painter, widget)
-        fill, border, ink = TONE_COLOURS.get(Tone(tone), TONE_COLOURS[Tone.UNKNOWN])
+        fill, border, ink = tone_colours(Tone(tone))
         metrics = option.fontMetrics
         rect = option.rect
         width = min(metrics.horizontalAdvance(text) + 16, rect.width() - 6)

@@ -40,10 +40,6 @@ from roundhouse.gui.widgets.table_view import table_view
 
 HEADERS = ("Quantization", "Kind", "Files", "Size", "Fit")
 _EMPTY, _CONTENT = 0, 1
-GATED_STYLE = (
-    "#gatedNotice { background: #fff3d6; border: 1px solid #e6c36a; border-radius: 6px; }"
-    " #gatedNotice QLabel { color: #3b2a00; }"
-)
 
 
 def group_row(group: QuantGroup) -> Row:
@@ -106,8 +102,8 @@ class ModelDetailsView(QStackedWidget):
         self.token_button.setToolTip("Store a Hugging Face token in the system keyring")
         self.token_button.clicked.connect(self.token_requested)
         self.gated_box = QFrame()
+        # Its colours (a warning's) come from app.qss, in the theme in force.
         self.gated_box.setObjectName("gatedNotice")
-        self.gated_box.setStyleSheet(GATED_STYLE)
         gated = QHBoxLayout(self.gated_box)
         gated.addWidget(self.gated_label, 1)
         gated.addWidget(self.token_button)

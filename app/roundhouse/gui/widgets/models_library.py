@@ -176,6 +176,8 @@ class LibraryView(QWidget):
     def _on_listed(self, listed: LibraryList) -> None:
         self.listed = listed
         self.empty_hint.show_for(listed)
+        # Empty, the empty state takes the table's place.
+        self.view.setVisible(self.empty_hint.isHidden())
         self._show_rows()
         for model in listed.models:
             self.models.set_badge(model.id, self._fits.badge(library_key(model.id)))

@@ -13,7 +13,7 @@ from roundhouse.api.settings import Settings
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.settings import patch_settings
-from roundhouse.gui.widgets.notice import Notice
+from roundhouse.gui.widgets.empty_state import EmptyState
 
 if TYPE_CHECKING:
     from roundhouse.gui.daemon_bridge import DaemonBridge
@@ -27,7 +27,7 @@ FOLDER_TEXT = "Add a models folder…"
 SEARCH_TEXT = "Search Hugging Face"
 
 
-class LibraryEmptyHint(Notice):
+class LibraryEmptyHint(EmptyState):
     """Shown while the listing is empty. `import_requested` and `search_requested` are the
     Library's and the page's to act on; a folder is added here and `folder_added` says so."""
 
@@ -36,7 +36,7 @@ class LibraryEmptyHint(Notice):
     folder_added = Signal(str)
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent)
+        super().__init__(icon="boxes", parent=parent)
         self._ops = Ops(self)
         self._bridge = bridge
         self.folder_dialog: QFileDialog | None = None

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from roundhouse.api.gateway import CircuitState
 from roundhouse.api.metrics import RATES_CAPTION, InstanceMetrics
+from roundhouse.gui.theme.roles import RoleMap
 from roundhouse.gui.widgets.monitor_buffer import label_of
 
 # The daemon flags bandwidth use below this share (core.metrics.flags.LOW_BANDWIDTH_USE).
@@ -63,7 +64,10 @@ class Level(StrEnum):
     UNKNOWN = "unknown"
 
 
-LEVEL_COLOURS = {Level.WARN: "#a15c00", Level.ERROR: "#b3261e", Level.UNKNOWN: "#666666"}
+# Colour roles of the theme in force (the words say the level too).
+LEVEL_COLOURS = RoleMap(
+    {Level.WARN: "warning_text", Level.ERROR: "danger_text", Level.UNKNOWN: "text_muted"}
+)
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,11 @@ class MonitorFlags(QWidget):
         super().__init__(parent)
         self.alert_label = QLabel()
         self.alert_label.setWordWrap(True)
-        self.alert_label.setStyleSheet(f"color: {LEVEL_COLOURS[Level.ERROR]}; font-weight: bold;")
+        # The colour from app.qss by tone: it follows the theme.
+        self.alert_label.setProperty("tone", "bad")
+        bold = self.alert_label.font()
+        bold.setBold(True)
+        self.alert_label.setFont(bold)
         self.alert_label.hide()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)

@@ -1,0 +1,42 @@
+"""Colour roles for code that paints or formats by hand (table cells, delegates, rich text):
+looked up when used, so they follow a theme switch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TypeVar
+
+from PySide6.QtGui import QColor
+
+from roundhouse.gui.theme.manager import current_colours
+
+K = TypeVar("K")
+
+
+def role_hex(role: str) -> str:
+    """The #rrggbb of `role` (a field of tokens.Colours) in the scheme in force."""
+    value = current_colours().roles().get(role)
+    if value is None:
+        raise KeyError(f"no colour role {role!r}")
+    return value
+
+
+def role_colour(role: str) -> QColor:
+    return QColor(role_hex(role))
+
+
+class RoleMap(Mapping[K, str]):
+    """A mapping of keys (a level, a tone) to colour roles that answers each key with the
+    role's #rrggbb in the scheme in force: a drop-in for a dict of fixed colours."""
+
+    def __init__(self, roles: Mapping[K, str]) -> None:
+        self._roles = dict(roles)
+
+    def __getitem__(self, key: K) -> str:
+        return role_hex(self._roles[key])
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._roles)
+
+    def __len__(self) -> int:
+        return len(self._roles)
