@@ -29,6 +29,7 @@ from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import DaemonBridge
 from roundhouse.gui.dialogs.start_checks import MODEL_HINTS, start_problems
+from roundhouse.gui.widgets.start_capabilities import StartCapabilities
 from roundhouse.gui.widgets.start_defaults import StartDefaults, StartValues
 from roundhouse.gui.widgets.start_fit import StartFitLine
 from roundhouse.gui.widgets.start_params import StartParams, form_row, spin_value
@@ -117,7 +118,8 @@ class StartDialog(QDialog):
         self._top = top
 
         # -- parameters, reachable as before: tests and the screenshot steps fill them --
-        self.params = params = StartParams(self)
+        self.capabilities = StartCapabilities(self)
+        self.params = params = StartParams(self, self.capabilities)
         self.ctx_size = params.ctx_size
         self.gpu_layers_choice = params.gpu_layers_choice
         self.gpu_layers_number = params.gpu_layers_number
@@ -166,6 +168,8 @@ class StartDialog(QDialog):
         # The vision projector (ADR 45), a group of its own under the parameters.
         self.projector = StartProjector(self)
         self.fit_line = StartFitLine(bridge)
+        self.fit_line.fitted.connect(self.capabilities.show_fit)
+        self.capabilities.attach(bridge)
         # Whoever opened the dialog follows the start and opens the chat (the dialog closes
         # as soon as the daemon accepted the start, long before the model is loaded).
         self.open_chat_check = QCheckBox("Open the chat with this model when it is ready")
@@ -182,6 +186,7 @@ class StartDialog(QDialog):
         layout.addLayout(top)
         layout.addWidget(params.params_box)
         layout.addWidget(self.projector)
+        layout.addWidget(self.capabilities.box)
         layout.addWidget(self.advanced_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.advanced_box)
         layout.addWidget(self.defaults_label)
@@ -285,6 +290,7 @@ class StartDialog(QDialog):
             self.params.forget_filled()
         if not found:
             self.fit_line.update_for(self.engine(), self.options())
+        self.capabilities.offer_drafts_for(self.engine(), self.model())
         self._say_defaults()
         return not found
 
