@@ -82,6 +82,27 @@ def test_deleting_a_message_takes_its_branch_and_shows_another(tmp_path: Path) -
     assert shown.message_count == 4 and shown.messages[2].branches == 1
     run(store.delete_messages_from(chat_id, q1))
     assert run(store.conversation(chat_id)).messages == []
+    # The text index lost the deleted messages too (cascaded deletes run its triggers).
+    run(store.close())
+    db = connect(tmp_path / "chat.sqlite3")
+    db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    assert db.execute(
+        "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'q2b'"
+    ).fetchone() == (0,)
+    db.close()
+
+
+def test_the_automatic_title_follows_the_first_message_shown(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    chat = run(store.create(NewConversation()))
+    first = run(store.add_message(chat.id, user("Steam engines")))
+    run(store.add_message(chat.id, assistant("Yes.")))
+    run(store.rewind(chat.id, first.id))
+    run(store.add_message(chat.id, user("Diesel engines")))
+    assert run(store.conversation(chat.id)).title == "Diesel engines"
+    assert run(store.switch_branch(chat.id, first.id)).title == "Steam engines"
+    titled = run(store.update(chat.id, ConversationUpdate(title="Mine")))
+    assert run(store.switch_branch(chat.id, titled.messages[0].sibling_ids[1])).title == "Mine"
 
 
 def test_a_v2_file_gets_its_messages_chained(tmp_path: Path) -> None:

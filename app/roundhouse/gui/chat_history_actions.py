@@ -77,7 +77,12 @@ class ChatHistoryActions(QObject):
         if conversation is None or self._page.busy:
             return
         call = self._calls.switch_branch(conversation.id, message_id)
-        self._ops.run(call, self._page.show_conversation)
+        self._ops.run(call, self._on_switched)
+
+    def _on_switched(self, conversation: Conversation) -> None:
+        shown = self._page.conversation
+        if shown is not None and shown.id == conversation.id:  # not another one opened since
+            self._page.show_conversation(conversation)
 
     # -- search ---------------------------------------------------------------------------
 
@@ -97,7 +102,6 @@ class ChatHistoryActions(QObject):
         if message_id is None:
             self._page.open_conversation(conversation_id)
             return
-        self._page.conversation = None  # the answer is shown whatever was open
         call = self._calls.switch_branch(conversation_id, message_id)
         self._ops.run(call, self._page.show_conversation)
 
@@ -173,7 +177,6 @@ class ChatHistoryActions(QObject):
 
     def _on_imported(self, conversation: Conversation) -> None:
         self._page.refresh()
-        self._page.conversation = None
         self._page.show_conversation(conversation)
         self._page.say(f"Imported “{conversation.title}”.")
 

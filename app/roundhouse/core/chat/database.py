@@ -278,6 +278,7 @@ class ChatDatabase:
             newest = self._db.execute(_NEWEST_UNDER, (message_id,)).fetchone()[0]
             # Not an update of the conversation: switching does not move it up the list.
             self._set_leaf(conversation_id, newest)
+            self._retitle(conversation_id)
         return self.conversation(conversation_id)
 
     def delete_messages_from(self, conversation_id: str, message_id: int) -> None:
@@ -456,10 +457,12 @@ class ChatDatabase:
         return parent
 
     def _retitle(self, conversation_id: str) -> None:
-        """While the title is automatic, it follows the first user message."""
+        """While the title is automatic, it follows the first user message of the path
+        shown (an edit of the first message, or a switch to another version of it, renames
+        the conversation; switching back names it as before)."""
         first = self._db.execute(
-            "SELECT content FROM messages WHERE conversation_id = ? AND role = ? "
-            "ORDER BY id LIMIT 1",
+            _PATH + "SELECT content FROM messages WHERE id IN (SELECT id FROM path) "
+            "AND role = ? ORDER BY id LIMIT 1",
             (conversation_id, Role.USER.value),
         ).fetchone()
         self._db.execute(

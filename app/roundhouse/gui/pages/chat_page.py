@@ -332,10 +332,12 @@ class ChatPage(QWidget):
         )
 
     def show_conversation(self, conversation: Conversation) -> None:
-        """Show this conversation as the daemon answered it (another branch, an import)."""
-        if self.conversation is None or self.conversation.id == conversation.id:
+        """Show this conversation as the daemon answered it (another branch, an import, a
+        search hit), whichever was open; not while a reply streams."""
+        if not self.busy:
             self._wanted = conversation.id
             self._show_conversation(conversation)
+            self.conversations.set_title(conversation.id, conversation.title)
 
     def _show_conversation(self, conversation: Conversation) -> None:
         if self.busy or self._wanted != conversation.id:
