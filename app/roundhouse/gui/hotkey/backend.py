@@ -22,6 +22,12 @@ class HotkeyBackend(QObject):
     """One OS's global key: `register` answers None when the key is held, else why not."""
 
     activated = Signal()
+    # A layer that asks another process (the desktop's portal) answers later: "" when the
+    # key is bound, else why not in words.
+    settled = Signal(str)
+    asynchronous = False
+    # How the desktop describes the trigger it bound, where it may differ from the one asked.
+    bound_as = ""
     # How this OS's layer is named to the user ("X11", "Windows", ...).
     name = ""
 

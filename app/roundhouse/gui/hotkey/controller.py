@@ -10,6 +10,7 @@ from PySide6.QtGui import QGuiApplication
 
 from roundhouse.api.shortcut import Shortcut, parse_shortcut
 from roundhouse.gui.hotkey.backend import HotkeyBackend, NoGlobalKey
+from roundhouse.gui.hotkey.keycodes import xdg_trigger
 from roundhouse.gui.hotkey.wayland import bind_it_yourself
 
 OFF_WORDS = "Off: the key opens quick chat only inside Roundhouse's windows."
@@ -31,7 +32,14 @@ def platform_backend() -> HotkeyBackend:
 
         return MacHotkey()
     if platform.startswith("wayland"):
-        return _WaylandWords()
+        from roundhouse.gui.notify_dbus import session_bus_address
+
+        address = session_bus_address()
+        if address is None:
+            return _WaylandWords()
+        from roundhouse.gui.hotkey.portal import PortalHotkey
+
+        return PortalHotkey(address)
     return NoGlobalKey(
         f"This display ({platform or 'none'}) offers no global keys: the key works inside "
         "Roundhouse's windows, and `roundhouse quick-chat` opens quick chat from a terminal."
@@ -59,6 +67,9 @@ class GlobalHotkey(QObject):
         self.backend = backend if backend is not None else platform_backend()
         self.backend.setParent(self)
         self.backend.activated.connect(self.activated)
+        self.backend.settled.connect(self._on_settled)
+        # True while the desktop is being asked (the portal answers later).
+        self.pending = False
         self.shortcut: Shortcut | None = None
         self.enabled = False
         # Empty while the key is held; else why not, in words.
@@ -68,7 +79,7 @@ class GlobalHotkey(QObject):
 
     @property
     def active(self) -> bool:
-        return self.enabled and self.shortcut is not None and not self.problem
+        return self.enabled and self.shortcut is not None and not self.problem and not self.pending
 
     def apply(self, enabled: bool, key: str) -> None:
         """Hold `key` for the whole desktop when `enabled`; the same pair again does nothing."""
@@ -83,12 +94,41 @@ class GlobalHotkey(QObject):
         except ValueError as exc:
             self.shortcut = None
             self.problem = f"The quick chat key was not set: {exc}."
+        self.pending = False
         if enabled and self.shortcut is not None:
             self.problem = self.backend.register(self.shortcut) or ""
-        if not enabled:
+            self.pending = self.backend.asynchronous and not self.problem
+        self._say()
+
+    def _on_settled(self, problem: str) -> None:
+        if not self.pending:
+            return  # an answer for a key asked before the last change
+        self.pending = False
+        self.problem = problem
+        self._say()
+
+    def _bound_as_asked(self) -> bool:
+        """Whether the desktop's description names the key asked for (in its own spelling)."""
+        assert self.shortcut is not None
+
+        def plain(text: str) -> str:
+            return text.replace(" ", "").lower()
+
+        asked = {plain(str(self.shortcut)), plain(xdg_trigger(self.shortcut))}
+        return plain(self.backend.bound_as) in asked
+
+    def _say(self) -> None:
+        if not self.enabled:
             self.words = OFF_WORDS
         elif self.problem:
             self.words = self.problem
+        elif self.pending:
+            self.words = f"Asking the desktop to bind {self.shortcut} for quick chat…"
+        elif self.backend.bound_as and not self._bound_as_asked():
+            self.words = (
+                f"The desktop bound quick chat to {self.backend.bound_as} (its own settings "
+                "can change it); it works while any program has focus."
+            )
         else:
             self.words = f"{self.shortcut} opens quick chat while any program has focus."
         self.changed.emit()

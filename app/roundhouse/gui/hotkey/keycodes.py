@@ -58,6 +58,53 @@ def x11_modifiers(shortcut: Shortcut) -> int:
     return mask
 
 
+# The XDG shortcuts specification's trigger text (the desktop portal's preferred_trigger):
+# modifiers CTRL, ALT, SHIFT, LOGO and the key's xkb keysym name.
+_XDG_MODIFIERS = {
+    Modifier.CTRL: "CTRL",
+    Modifier.ALT: "ALT",
+    Modifier.SHIFT: "SHIFT",
+    Modifier.META: "LOGO",
+}
+_XDG_NAMED = {
+    "Space": "space",
+    "Return": "Return",
+    "Enter": "KP_Enter",
+    "Tab": "Tab",
+    "Esc": "Escape",
+    "Backspace": "BackSpace",
+    "Ins": "Insert",
+    "Del": "Delete",
+    "Home": "Home",
+    "End": "End",
+    "PgUp": "Page_Up",
+    "PgDown": "Page_Down",
+    "Left": "Left",
+    "Up": "Up",
+    "Right": "Right",
+    "Down": "Down",
+    ",": "comma",
+    ".": "period",
+    ";": "semicolon",
+    "'": "apostrophe",
+    "[": "bracketleft",
+    "]": "bracketright",
+    "\\": "backslash",
+    "-": "minus",
+    "=": "equal",
+    "`": "grave",
+    "/": "slash",
+}
+
+
+def xdg_trigger(shortcut: Shortcut) -> str:
+    """`Ctrl+Shift+Space` as `CTRL+SHIFT+space`."""
+    names = [_XDG_MODIFIERS[m] for m in Modifier if m in shortcut.modifiers]
+    key = shortcut.key
+    names.append(_XDG_NAMED.get(key, key.lower() if len(key) == 1 else key))
+    return "+".join(names)
+
+
 # -- Windows ---------------------------------------------------------------------------------
 MOD_ALT = 0x0001
 MOD_CONTROL = 0x0002
