@@ -32,6 +32,9 @@ DARK_STYLE = "github-dark"
 LIGHT_STYLE = "xcode"
 # How long one turn of the event loop may spend lexing, for all blocks together.
 SLICE_MS = 2.0
+# Between two slices the loop runs this long for everything else (repaints, input, the
+# stream): lexing takes at most a fifth of it, however much is queued.
+SLICE_GAP_MS = 8
 # The open block of a streaming reply is coloured again at most this often.
 STREAM_PASS_MS = 200
 # A streaming pass lexes at most about this much of the open block's end.
@@ -179,14 +182,14 @@ class _Job:
 
 
 class _Queue(QObject):
-    """Every block's lexing job, run round-robin a slice at a time on a zero timer."""
+    """Every block's lexing job, run round-robin a slice at a time on a timer."""
 
     def __init__(self) -> None:
         super().__init__()
         self.jobs: list[_Job] = []
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
-        self.timer.setInterval(0)
+        self.timer.setInterval(SLICE_GAP_MS)
         self.timer.timeout.connect(self._run)
 
     def add(self, job: _Job) -> None:
