@@ -31,6 +31,7 @@ from roundhouse.gui.pages.settings_page import SettingsPage
 from roundhouse.gui.theme.contrast import BODY_TEXT_MINIMUM, contrast_ratio
 from roundhouse.gui.theme.manager import ThemeManager, theme_manager
 from roundhouse.gui.theme.tokens import DARK, LIGHT, Scheme
+from roundhouse.gui.widgets.badge import Badge
 from tests.daemon_process import DaemonProcess
 from tests.gui.conftest import close_bridge, wait_until
 
@@ -243,6 +244,37 @@ def test_the_check_sees_a_colour_a_stylesheet_hard_codes(
     try:
         found = unreadable(window)
         assert len(found) == 1 and "#666666" in found[0], found
+    finally:
+        window.close()
+        window.deleteLater()
+
+
+@pytest.mark.parametrize("choice", [ThemeChoice.LIGHT, ThemeChoice.DARK])
+def test_a_badge_says_its_state_in_words_colour_and_icon(
+    qapp: QApplication, theme: ThemeManager, choice: ThemeChoice
+) -> None:
+    theme.set_choice(choice)
+    roles = DARK if choice == ThemeChoice.DARK else LIGHT
+    window = QWidget()
+    badge = Badge("good", "Installed", parent=window)
+    window.show()
+    try:
+        for tone, text, fill, has_icon in (
+            ("good", "Installed", roles.success_fill, True),
+            ("warn", "Not found", roles.warning_fill, True),
+            ("bad", "Failed", roles.danger_fill, True),
+            ("neutral", "CPU", roles.neutral_fill, False),
+        ):
+            badge.set(tone, text)
+            assert badge.text() == text and badge.accessibleName() == text
+            assert badge.property("tone") == tone
+            image = badge.grab().toImage()
+            # The pill's fill, away from the words and the rounded corner.
+            assert image.pixelColor(image.width() - 3, image.height() // 2).name() == fill
+            assert badge.icon_label.isVisibleTo(badge) is has_icon
+            assert not unreadable(window), unreadable(window)
+        with pytest.raises(ValueError, match="one of good"):
+            badge.set("green", "Fine")
     finally:
         window.close()
         window.deleteLater()

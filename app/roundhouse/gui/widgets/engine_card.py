@@ -38,6 +38,7 @@ from roundhouse.api.installs import InstallJob, InstallRequest
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.widgets.badge import Badge
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.install_view import InstallView
 
@@ -188,6 +189,9 @@ class EngineCard(QGroupBox):
         self._form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         # A label beside a wrapped value lines up with its first line, not its middle.
         self._form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        # The state at a glance, in words and colour: installed, not found, not known yet.
+        self.badge = Badge("unknown", "Checking")
+        status_layout.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
         status_layout.addWidget(self.status, 1, Qt.AlignmentFlag.AlignTop)
         status_layout.addLayout(buttons)
         self._form.addRow("Status:", status_row)
@@ -335,6 +339,12 @@ class EngineCard(QGroupBox):
 
     def _show(self, status: str, build: str | None, notes: list[str], looked_in: list[str]) -> None:
         self._status_text = status
+        if self._hits:
+            self.badge.set("good", "Installed")
+        elif self._missing is not None:
+            self.badge.set("warn", "Not found")
+        else:
+            self.badge.set("unknown", "Checking")
         # The first word ("Found:", "Not found:") in bold, the rest as plain text.
         lines = [line.partition(": ") for line in status.splitlines()]
         self.status.setText(
