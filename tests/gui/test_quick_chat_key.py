@@ -29,7 +29,7 @@ from roundhouse.gui.pages.settings_page import SettingsPage
 from roundhouse.gui.quick_chat_key import QuickChatKey
 from tests.daemon_process import DaemonProcess
 from tests.gui.conftest import wait_until
-from tests.gui.serving import connect, run, tray_ui
+from tests.gui.serving import action, connect, run, tray_ui
 from tests.gui.xdisplay import OTHER_APP, focused_window_name, other_window_focused, xdotool, xvfb
 
 
@@ -121,6 +121,9 @@ def test_the_key_opens_quick_chat_while_another_program_has_the_focus(
                 "the new key grabbed",
             )
             assert ui.quick_chat.shortcut.key().toString() == "Ctrl+Alt+K"
+            assert ui.tray is not None
+            ui.tray.menu.aboutToShow.emit()
+            assert action(ui.tray.menu, "Quick chat…").shortcut().toString() == "Ctrl+Alt+K"
             xdotool(display, "key", "ctrl+alt+k")
             await wait_until(lambda: _quick_chat_shown(ui), 10, "quick chat opened by the new key")
             freed = X11Hotkey(display)

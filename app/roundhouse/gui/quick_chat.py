@@ -29,6 +29,7 @@ from roundhouse.api.chat import (
     TurnEnded,
     TurnStarted,
 )
+from roundhouse.api.shortcut import DEFAULT_QUICK_CHAT_KEY
 from roundhouse.gui.active_model import ActiveModel
 from roundhouse.gui.call import Call, Failure, Follow
 from roundhouse.gui.calls.chat import ChatCalls
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
     from roundhouse.gui.main_window import MainWindow
 
 GEOMETRY_KEY = "quick_chat/geometry"
-SHORTCUT = "Ctrl+Shift+Space"
+# Until the daemon's settings say which key (ui.quick_chat_key).
+SHORTCUT = DEFAULT_QUICK_CHAT_KEY
 CHOOSE_FIRST = "Choose a model first (Model ▾), or start one on the Engines page."
 FINDING = "Finding the active model…"
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import QObject
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMenu, QMessageBox, QSystemTrayIcon
 
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
@@ -29,8 +30,6 @@ from roundhouse.gui.tray_status import (
 from roundhouse.gui.widgets.active_model_menu import ActiveModelMenu
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.instances_words import is_endpoint
-
-QUICK_CHAT_SHORTCUT = "Ctrl+Shift+Space"
 
 
 class Tray(QObject):
@@ -111,7 +110,11 @@ class Tray(QObject):
                 self._active_model.refresh()
             self.menu.addSeparator()
             quick = self.menu.addAction("Quick chat…", self._on_quick_chat_triggered)
-            quick.setShortcut(QUICK_CHAT_SHORTCUT)
+            # The key the settings chose (Settings › Quick chat key), shown beside the entry.
+            key = self._bridge.ui_settings.quick_chat_key
+            quick.setShortcut(
+                QKeySequence.fromString(key, QKeySequence.SequenceFormat.PortableText)
+            )
             quick.setEnabled(self._open_quick_chat is not None)
         self.menu.addAction("Open Roundhouse", self._window.bring_to_front)
         if connected and self._open_first_run is not None:
