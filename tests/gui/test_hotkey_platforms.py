@@ -267,3 +267,51 @@ def test_the_controller_keeps_the_state_in_words(qapp: QApplication) -> None:
     hotkey.apply(False, "Ctrl+Shift+Space")
     assert not hotkey.active and hotkey.words.startswith("Off:")
     qapp.removeNativeEventFilter(hotkey.backend.filter)  # type: ignore[attr-defined]
+
+
+class _Platform:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def platformName(self) -> str:
+        return self.name
+
+
+@pytest.mark.parametrize(
+    ("platform", "session", "bus", "layer"),
+    [
+        ("xcb", "x11", True, "X11Hotkey"),
+        ("xcb", "wayland", True, "PortalHotkey"),  # XWayland: the portal, not a grab
+        ("wayland", "wayland", True, "PortalHotkey"),
+        ("wayland", "wayland", False, "_WaylandWords"),
+        ("windows", "", False, "WindowsHotkey"),
+        ("cocoa", "", False, "MacHotkey"),
+        ("offscreen", "", False, "NoGlobalKey"),
+    ],
+)
+def test_each_platform_gets_its_layer(
+    qapp: QApplication,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    platform: str,
+    session: str,
+    bus: bool,
+    layer: str,
+) -> None:
+    from roundhouse.gui.hotkey import controller
+
+    monkeypatch.setattr(controller, "QGuiApplication", _Platform(platform))
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("XDG_SESSION_TYPE", session)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    if bus:
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent")
+    else:
+        monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    backend = controller.platform_backend()
+    assert type(backend).__name__ == layer
+    if layer == "NoGlobalKey":
+        assert backend.register(parse_shortcut("Ctrl+Shift+Space")) == (
+            "This display (offscreen) offers no global keys: the key works inside Roundhouse's "
+            "windows, and `roundhouse quick-chat` opens quick chat from a terminal."
+        )

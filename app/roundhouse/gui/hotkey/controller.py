@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from PySide6.QtCore import QObject, Signal
@@ -16,9 +17,26 @@ from roundhouse.gui.hotkey.wayland import bind_it_yourself
 OFF_WORDS = "Off: the key opens quick chat only inside Roundhouse's windows."
 
 
+def wayland_session() -> bool:
+    """A Wayland desktop, whichever Qt platform the app uses (xcb through XWayland too)."""
+    return bool(os.environ.get("WAYLAND_DISPLAY")) or (
+        os.environ.get("XDG_SESSION_TYPE", "").lower() == "wayland"
+    )
+
+
 def platform_backend() -> HotkeyBackend:
     """The layer for the Qt platform the app runs on."""
     platform = QGuiApplication.platformName()
+    # On Wayland an X11 grab would work only while an XWayland window has the focus.
+    if platform.startswith("wayland") or (platform == "xcb" and wayland_session()):
+        from roundhouse.gui.notify_dbus import session_bus_address
+
+        address = session_bus_address()
+        if address is None:
+            return _WaylandWords()
+        from roundhouse.gui.hotkey.portal import PortalHotkey
+
+        return PortalHotkey(address)
     if platform == "xcb":
         from roundhouse.gui.hotkey.x11 import X11Hotkey
 
@@ -31,15 +49,6 @@ def platform_backend() -> HotkeyBackend:
         from roundhouse.gui.hotkey.macos import MacHotkey
 
         return MacHotkey()
-    if platform.startswith("wayland"):
-        from roundhouse.gui.notify_dbus import session_bus_address
-
-        address = session_bus_address()
-        if address is None:
-            return _WaylandWords()
-        from roundhouse.gui.hotkey.portal import PortalHotkey
-
-        return PortalHotkey(address)
     return NoGlobalKey(
         f"This display ({platform or 'none'}) offers no global keys: the key works inside "
         "Roundhouse's windows, and `roundhouse quick-chat` opens quick chat from a terminal."
