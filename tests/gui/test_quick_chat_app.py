@@ -1,7 +1,7 @@
 """The real app under Xvfb (Qt's xcb platform) against a real daemon: `roundhouse quick-chat`
 with no app running starts it with quick chat open; the app holds the global key; xdotool's
-Ctrl+Shift+Space opens quick chat while another program's window has the focus; a second
-`roundhouse quick-chat` opens it in the running app."""
+Ctrl+Shift+Space opens quick chat while another program's window has the focus, and hides it
+when it is in front; a second `roundhouse quick-chat` opens it in the running app."""
 
 from __future__ import annotations
 
@@ -100,7 +100,11 @@ def test_the_app_opens_quick_chat_from_the_command_and_the_key(
             with other_window_focused(display):
                 xdotool(display, "key", "ctrl+shift+space")
                 _wait(lambda: bool(_quick_chat_windows(display)), "quick chat opened by the key")
-            _hide_quick_chat(display)
+                # In front with the focus, the same key sends it away again.
+                (window,) = _quick_chat_windows(display)
+                xdotool(display, "windowfocus", "--sync", window)
+                xdotool(display, "key", "ctrl+shift+space")
+                _wait(lambda: not _quick_chat_windows(display), "the key to hide quick chat")
 
             # Now an app runs: the command asks it and ends.
             again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
