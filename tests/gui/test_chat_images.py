@@ -124,6 +124,11 @@ def test_the_start_dialogs_projector_and_images_in_the_chat(
         QTest.keyClick(chat.input, Qt.Key.Key_Return)
         assert chat.reply is None and not chat.busy and chat.conversation is None
         assert chat.input.toPlainText() == "And this?" and len(chat._listed) == listed
+        # Picking a model that sees takes the words back; picking the blind one says them.
+        chat.picker.setCurrentIndex(chat.picker.findText(SEEING))
+        assert chat.attachments.note.isHidden() and len(chat.attachments.images()) == 1
+        chat.picker.setCurrentIndex(chat.picker.findText(BLIND))
+        assert chat.attachments.note.text() == no_vision_words(BLIND)
         # Removing the image lets the message go as text.
         chat.attachments.remove(0)
         assert chat.attachments.isHidden()

@@ -125,6 +125,8 @@ class ChatPage(QWidget):
         self.input.image_files.connect(self.attachments.add_files)
         self.input.image_pixels.connect(self.attachments.add_pixels)
         self.attachments.changed.connect(self._check_images)
+        # Another model may see where this one cannot (or the other way): said again.
+        self.picker.currentTextChanged.connect(lambda _model: self._check_images())
         self.send_button = QPushButton("Send")
         self.send_button.clicked.connect(self.send)
         self.stop_button = QPushButton("Stop")

@@ -106,6 +106,8 @@ class ChatAttachments(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._images: list[str] = []
+        # Whether the note says the model cannot see (taken back when that changes).
+        self._refused = False
         self.file_dialog: QFileDialog | None = None
         self.attach_button = QPushButton("Attach")
         self.attach_button.setToolTip(
@@ -208,7 +210,9 @@ class ChatAttachments(QWidget):
         False then (the send is refused with the same words the daemon would give)."""
         if self._images and model and model_sees(instances, model) is False:
             self.say(no_vision_words(model))
+            self._refused = True
             return False
-        if self.note.text() and model and self.note.text() == no_vision_words(model):
+        if self._refused:
+            self._refused = False
             self.say("")
         return True
