@@ -17,6 +17,7 @@ from roundhouse.gui import code_highlight
 from roundhouse.gui.code_highlight import DARK_STYLE, LIGHT_STYLE, run_pending
 from roundhouse.gui.icons import is_dark
 from roundhouse.gui.theme.contrast import contrast_ratio, hex_rgb
+from roundhouse.gui.theme.stylesheet import build_stylesheet
 from roundhouse.gui.theme.tokens import Scheme, colours
 from roundhouse.gui.widgets.chat_markdown import CodeBlock, MarkdownView
 
@@ -175,3 +176,20 @@ def test_a_block_closed_while_its_colours_are_queued_is_skipped(
     run_pending()  # nothing raised for the highlighters gone with the view
     after = _view(qtbot, REPLY)
     assert _shown_colours(after.code_blocks()[0]), "the queue still runs"
+
+
+def test_a_short_block_shows_every_line_without_a_scroll_bar_in_the_theme(
+    qapp: QApplication, qtbot: QtBot
+) -> None:
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    # The theme's padding around the view (not applied app-wide: other tests share the app).
+    view.setStyleSheet(build_stylesheet(Scheme.LIGHT, 10.0))
+    view.resize(700, 400)
+    view.show()
+    view.set_markdown(REPLY)
+    qtbot.waitExposed(view)
+    qtbot.wait(50)  # laid out
+    for block in view.code_blocks():
+        bar = block.view.verticalScrollBar()
+        assert bar.maximum() == 0, f"{block.language or 'plain'}: {bar.maximum()} to scroll"

@@ -252,6 +252,8 @@ class CodeBlock(QFrame):
             # A theme switch: the colours follow (a dark style on a dark palette).
             self.highlighter.set_dark(is_dark(self.palette()))
             self._colour_view()
+        elif event.type() == QEvent.Type.StyleChange:
+            self._fit()  # the theme's padding may have changed
 
     def _colour_view(self) -> None:
         """The style's own background and text colour behind its colours, so each token
@@ -271,7 +273,11 @@ class CodeBlock(QFrame):
         # Room for the horizontal scroll bar only when a line is wider than the view.
         wide = self._widest > self.view.viewport().width() - 8
         scrollbar = self.view.horizontalScrollBar().sizeHint().height() if wide else 0
+        # The theme's padding around the view counts too, or a scroll bar shows up for
+        # the last line.
+        padding = self.view.contentsMargins()
         margins = int(self.view.document().documentMargin() * 2) + 4
+        margins += padding.top() + padding.bottom()
         height = shown * self.view.fontMetrics().lineSpacing() + margins + scrollbar
         if height != self.view.height():
             self.view.setFixedHeight(height)
