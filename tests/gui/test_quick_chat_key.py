@@ -111,6 +111,14 @@ def test_the_key_opens_quick_chat_while_another_program_has_the_focus(
             # The key went to Roundhouse, not to the window that had the focus.
             assert focused_window_name(display) == OTHER_APP
 
+            # With Num Lock or Caps Lock on, the key still works (a grab per lock state).
+            for lock in ("Num_Lock", "Caps_Lock"):
+                ui.quick_chat.window.hide()
+                xdotool(display, "key", lock)
+                xdotool(display, "key", "ctrl+shift+space")
+                await wait_until(lambda: _quick_chat_shown(ui), 10, f"the key with {lock} on")
+                xdotool(display, "key", lock)
+
             # Moved in Settings: the new key works at once and the old one is let go.
             ui.quick_chat.window.hide()
             call = patch_settings(ui.bridge, "change the key", with_ui(quick_chat_key="Ctrl+Alt+K"))
