@@ -87,3 +87,27 @@ def test_a_model_not_served_fails_in_words_beside_the_other_reply(served: Served
     assert same.returncode == 1 and "two different models" in same.stderr
     empty = roundhouse(served, "compare", left, served.models[1], "  ")
     assert empty.returncode == 1 and "Nothing to send" in empty.stderr
+
+
+def test_save_keeps_each_exchange_as_a_conversation_named_with_its_model(
+    served: Served,
+) -> None:
+    left, right = served.models
+    done = roundhouse(
+        served, "compare", left, right, "Name a colour", "--max-tokens", "6", "--save", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    replies = json.loads(done.stdout)["replies"]
+    ids = [reply["conversation_id"] for reply in replies]
+    assert all(ids) and len(set(ids)) == 2
+    for reply, conversation_id in zip(replies, ids, strict=True):
+        shown = roundhouse(served, "chats", "show", conversation_id, "--json")
+        kept = json.loads(shown.stdout)
+        assert kept["model"] == reply["model"]
+        assert kept["title"] == f"Name a colour ({reply['model']})"
+        question, answer = kept["messages"][:2]
+        assert question["role"] == "user" and question["content"] == "Name a colour"
+        assert answer["content"] == reply["content"]
+        assert answer["stats"]["engine"] == "llama.cpp" and answer["stats"]["ttft_ms"] > 0
+    for conversation_id in ids:
+        assert roundhouse(served, "chats", "rm", conversation_id).returncode == 0

@@ -1,5 +1,6 @@
 """Two (or more) models on the same prompt at once: each a daemon turn that keeps nothing
-(Qt-free: `roundhouse compare` runs it; the app's Compare window builds the same requests)."""
+(Qt-free: `roundhouse compare` runs it; the app's Compare window builds the same requests),
+and, when asked, each exchange kept afterwards as a conversation of its own."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from roundhouse.api.chat import ChatDelta, ReplyStats, SamplingParams, TurnRequest
+from roundhouse.api.chat import (
+    ChatDelta,
+    NewConversation,
+    NewMessage,
+    ReplyStats,
+    Role,
+    SamplingParams,
+    TurnRequest,
+)
 from roundhouse.client.chat_stream import ChatFailed, take_turn
 from roundhouse.client.errors import ClientError
 
@@ -24,6 +33,38 @@ class ComparedReply:
     reasoning: str
     stats: ReplyStats
     error: str | None = None
+
+    def as_message(self) -> NewMessage:
+        """The reply as the history keeps it (a failed one with its error in its figures)."""
+        stats = self.stats
+        if self.error and not stats.error:
+            stats = stats.model_copy(update={"error": self.error})
+        return NewMessage(
+            role=Role.ASSISTANT,
+            content=self.content,
+            reasoning=self.reasoning or None,
+            stats=stats,
+        )
+
+
+def kept_conversation(
+    prompt: str,
+    model: str,
+    reply: NewMessage,
+    system_prompt: str = "",
+    params: SamplingParams | None = None,
+) -> NewConversation:
+    """One side of a compare as a conversation of its own: the prompt and that model's reply
+    with its figures, titled so the two are told apart in the list."""
+    first_line = prompt.strip().split("\n", 1)[0]
+    title = f"{first_line[:120]} ({model})"[:200]
+    return NewConversation(
+        title=title,
+        model=model,
+        system_prompt=system_prompt,
+        params=params or SamplingParams(),
+        messages=[NewMessage(role=Role.USER, content=prompt), reply],
+    )
 
 
 def compare_request(
