@@ -17,7 +17,7 @@ from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
 from roundhouse.gui.daemon_bridge import ConnectionState
 from roundhouse.gui.pages.chat_page import ChatPage
-from roundhouse.gui.widgets.chat_compare import NOTHING, TWO_MODELS
+from roundhouse.gui.widgets.chat_compare import NOTHING, TWO_MODELS, CompareWindow
 from tests.daemon_process import DaemonProcess, start_ready
 from tests.gui.conftest import wait_until
 
@@ -38,6 +38,10 @@ async def _serve_two(daemon: DaemonProcess, model: Path) -> None:
             extra_args=("--ignore-eos",),
         )
         await start_ready(daemon, StartRequest(engine=EngineId.LLAMA_CPP, options=options), READY_S)
+
+
+def _running(window: CompareWindow) -> bool:
+    return window.busy  # a call, so the type checker does not pin it after an assert
 
 
 def test_two_models_answer_the_same_prompt_side_by_side(
@@ -68,11 +72,11 @@ def test_two_models_answer_the_same_prompt_side_by_side(
         # The same model twice, or no prompt: said in words, nothing sent.
         right.picker.set_model(NAMES[0])
         window.compare_button.click()
-        assert window.message_label.text() == TWO_MODELS and not window.busy
+        assert window.message_label.text() == TWO_MODELS and not _running(window)
         right.picker.set_model(NAMES[1])
         window.prompt.setPlainText("   ")
         window.compare_button.click()
-        assert window.message_label.text() == NOTHING and not window.busy
+        assert window.message_label.text() == NOTHING and not _running(window)
 
         window.prompt.setPlainText("Tell me about trains")
         QTest.keyClick(window.prompt, Qt.Key.Key_Return)
@@ -99,6 +103,28 @@ def test_two_models_answer_the_same_prompt_side_by_side(
         assert window.compare_button.isEnabled() and not window.stop_button.isEnabled()
         async with DaemonClient(llama_daemon.url, llama_daemon.token) as client:
             assert (await client.chats()).conversations == [], "a compare keeps nothing"
+
+        # Unless asked: each exchange becomes a conversation, named with its model, listed.
+        assert window.keep_button.isEnabled()
+        window.keep_button.click()
+        await wait_until(lambda: "Kept in the history" in window.kept_label.text(), 20, "kept")
+        assert not window.keep_button.isEnabled(), "kept once"
+        async with DaemonClient(llama_daemon.url, llama_daemon.token) as client:
+            listed = (await client.chats()).conversations
+            assert sorted(c.title for c in listed) == [
+                "Tell me about trains (tiny-left)",
+                "Tell me about trains (tiny-right)",
+            ]
+            for summary in listed:
+                kept = await client.chat(summary.id)
+                question, answer = kept.messages[:2]
+                assert question.content == "Tell me about trains"
+                column = window.columns[NAMES.index(summary.model or "")]
+                assert answer.content == column.body.markdown
+                assert answer.stats is not None and answer.stats.tokens_per_s == (
+                    column.stats.tokens_per_s if column.stats else None
+                )
+        await wait_until(lambda: len(page.conversations.ids()) == 2, 10, "the list")
 
         # Stop ends both sides, each marked stopped (here before the replies began: the
         # tiny model answers a whole reply in a tenth of a second on this machine).

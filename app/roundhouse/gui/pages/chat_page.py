@@ -293,6 +293,7 @@ class ChatPage(QWidget):
         prompt and this chat's settings for both sides (widgets/chat_compare.py)."""
         if self.compare_window is None:
             self.compare_window = CompareWindow(self._bridge, self)
+            self.compare_window.kept.connect(self._on_compare_kept)
         window = self.compare_window
         window.system_prompt, window.params = self.settings.values()
         window.set_models(self._active.listed, self.picker.current_model() or None)
@@ -302,6 +303,9 @@ class ChatPage(QWidget):
         window.show()
         window.raise_()
         window.activateWindow()
+
+    def _on_compare_kept(self, _conversation_ids: list[str]) -> None:
+        self.refresh()  # the kept exchanges join the list
 
     # -- opening, renaming, deleting -----------------------------------------------------
 

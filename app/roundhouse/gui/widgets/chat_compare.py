@@ -1,12 +1,13 @@
 """Compare: two models answer the same prompt at once, in two columns, each reply rendered as
 in the chat with its engine, time to first token and tokens/s. Nothing is kept (each side is
-a daemon turn with `save: false`, client/chat_compare.py)."""
+a daemon turn with `save: false`, client/chat_compare.py) unless Keep in history is asked:
+then each exchange becomes a conversation of its own."""
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
@@ -19,10 +20,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from roundhouse.api.chat import ChatDelta, ReplyStats, SamplingParams, TurnEnded, TurnStarted
+from roundhouse.api.chat import (
+    ChatDelta,
+    Conversation,
+    NewMessage,
+    ReplyStats,
+    Role,
+    SamplingParams,
+    TurnEnded,
+    TurnStarted,
+)
 from roundhouse.api.gateway import GatewayModelList
-from roundhouse.client.chat_compare import compare_request
-from roundhouse.gui.call import Follow
+from roundhouse.client.chat_compare import compare_request, kept_conversation
+from roundhouse.gui.call import Failure, Follow
 from roundhouse.gui.calls.chat import ChatCalls
 from roundhouse.gui.chat_reply import ReplyDraft, stats_line
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
@@ -76,6 +86,8 @@ class CompareColumn(QFrame):
         self.turn: TurnStarted | None = None
         self.stats: ReplyStats | None = None
         self.error: str | None = None
+        # The reply as the daemon ended it (what Keep in history saves).
+        self.reply: NewMessage | None = None
         # When the daemon began and ended this side's turn (perf_counter): both overlap.
         self.started_at: float | None = None
         self.ended_at: float | None = None
@@ -88,7 +100,7 @@ class CompareColumn(QFrame):
     def ask(self, prompt: str, system_prompt: str, params: SamplingParams) -> None:
         model = self.picker.current_model()
         self.draft = ReplyDraft(model)
-        self.turn, self.stats, self.error = None, None, None
+        self.turn, self.stats, self.error, self.reply = None, None, None, None
         self.started_at = self.ended_at = None
         self.stopped = False
         self.body.set_markdown("")
@@ -132,6 +144,7 @@ class CompareColumn(QFrame):
             self.started_at = time.perf_counter()
         elif isinstance(item, TurnEnded):
             self.ended_at = time.perf_counter()
+            self.reply = item.reply
             self.stats = item.reply.stats or ReplyStats(model=self.picker.current_model())
             if self.draft is not None:
                 self.draft = ReplyDraft(self.draft.model)
@@ -141,20 +154,30 @@ class CompareColumn(QFrame):
         follow = self.follow
         assert follow is not None and self.draft is not None
         self.body.set_markdown(self.draft.content, final=True)
-        error = self.stats.error if self.stats is not None else None
-        if follow.failure is not None and self.stats is None:
-            error = str(follow.failure)
-        elif self.stats is None:
-            self.stats = ReplyStats(model=self.draft.model, stopped=True)
+        if self.stats is None:
+            # It ended before the daemon said how: refused (in words), or stopped.
+            failure = follow.failure
+            self.stats = ReplyStats(
+                model=self.draft.model,
+                stopped=failure is None,
+                error=None if failure is None else str(failure),
+            )
+        stats = self.stats
+        error = stats.error
         self.error = error
         self.error_label.setText(f"The reply failed: {error}" if error else "")
         self.error_label.setVisible(bool(error))
-        self.stats_label.setText(stats_line(self.stats))
-        self.state.setText("Stopped" if self.stats and self.stats.stopped else "")
+        self.stats_label.setText(stats_line(stats))
+        self.state.setText("Stopped" if stats.stopped else "")
+        if self.reply is None:
+            self.reply = NewMessage(role=Role.ASSISTANT, content=self.draft.content, stats=stats)
 
 
 class CompareWindow(QDialog):
-    """Two columns on one prompt; opened from the Chat page's Compare button."""
+    """Two columns on one prompt; opened from the Chat page's Compare button. `kept(list)`
+    gives the conversations Keep in history made."""
+
+    kept = Signal(list)
 
     def __init__(self, bridge: DaemonBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -180,6 +203,13 @@ class CompareWindow(QDialog):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop both replies")
         self.stop_button.clicked.connect(self.stop)
+        self.keep_button = QPushButton("Keep in history")
+        self.keep_button.setToolTip("Keep each exchange as a conversation, named with its model")
+        self.keep_button.clicked.connect(self.keep)
+        self.kept_label = QLabel()
+        self.kept_label.setObjectName("hint")
+        self.asked = ""  # the prompt of the replies shown
+        self._keeping: list[Conversation] = []
         self.message_label = QLabel()
         self.message_label.setObjectName("dialogError")
         self.message_label.setWordWrap(True)
@@ -193,6 +223,7 @@ class CompareWindow(QDialog):
         buttons = QVBoxLayout()
         buttons.addWidget(self.compare_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.keep_button)
         buttons.addStretch(1)
         entry = QHBoxLayout()
         entry.addWidget(self.prompt, 1)
@@ -201,6 +232,7 @@ class CompareWindow(QDialog):
         layout.addWidget(note)
         layout.addWidget(splitter, 1)
         layout.addWidget(self.message_label)
+        layout.addWidget(self.kept_label)
         layout.addLayout(entry)
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
@@ -236,6 +268,8 @@ class CompareWindow(QDialog):
             self._say(NOTHING)
             return
         self._say("")
+        self.kept_label.setText("")
+        self.asked = text
         for column in self.columns:
             column.ask(text, self.system_prompt, self.params)
             assert column.follow is not None
@@ -246,6 +280,47 @@ class CompareWindow(QDialog):
     def stop(self) -> None:
         for column in self.columns:
             column.stop()
+        self._update_actions()
+
+    def keep(self) -> None:
+        """Each exchange shown becomes a conversation of its own (the reply with its
+        figures), named with its model."""
+        if self.busy or self._keeping or not self._keepable():
+            return
+        calls = ChatCalls(self._bridge)
+        made: list[Conversation] = []
+        self._keeping = made
+        for column in self.columns:
+            assert column.reply is not None
+            new = kept_conversation(
+                self.asked,
+                column.picker.current_model(),
+                column.reply,
+                self.system_prompt,
+                self.params,
+            )
+            call = calls.create(new)
+            call.succeeded.connect(lambda kept, made=made: self._on_kept(made, kept))
+            call.failed.connect(self._on_not_kept)
+        self._update_actions()
+
+    def _keepable(self) -> bool:
+        return bool(self.asked) and all(c.reply is not None for c in self.columns)
+
+    def _on_kept(self, made: list[Conversation], conversation: Conversation) -> None:
+        made.append(conversation)
+        if len(made) == len(self.columns):
+            self._keeping = []
+            self.asked = ""  # kept once
+            self.kept_label.setText(
+                "Kept in the history: " + ", ".join(f"“{c.title}”" for c in made) + "."
+            )
+            self.kept.emit([c.id for c in made])
+            self._update_actions()
+
+    def _on_not_kept(self, failure: Failure) -> None:
+        self._keeping = []
+        self._say(f"Not kept: {failure}")
         self._update_actions()
 
     def _on_repaint(self) -> None:
@@ -265,6 +340,7 @@ class CompareWindow(QDialog):
         connected = self._bridge.state == ConnectionState.CONNECTED
         self.compare_button.setEnabled(connected and not self.busy)
         self.stop_button.setEnabled(self.busy)
+        self.keep_button.setEnabled(not self.busy and not self._keeping and self._keepable())
         for column in self.columns:
             column.picker.setEnabled(not self.busy)
 
