@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QAbstractButton,
     QApplication,
     QComboBox,
+    QDialog,
     QGroupBox,
     QLabel,
     QLineEdit,
@@ -25,11 +26,19 @@ from PySide6.QtWidgets import (
 from roundhouse.api.settings import ThemeChoice
 from roundhouse.client import DaemonClient
 from roundhouse.gui.app import Ui
+from roundhouse.gui.calls.models import ModelsCalls
+from roundhouse.gui.calls.peers import PeersCalls
 from roundhouse.gui.daemon_bridge import ConnectionState
+from roundhouse.gui.dialogs.attach_dialog import AttachDialog
+from roundhouse.gui.dialogs.hub_token_dialog import HubTokenDialog
+from roundhouse.gui.dialogs.pair_dialog import PairDialog
+from roundhouse.gui.dialogs.start_dialog import StartDialog
+from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 from roundhouse.gui.main_window import PAGE_ICONS
+from roundhouse.gui.pages.engines_page import EnginesPage
 from roundhouse.gui.pages.settings_page import SettingsPage
 from roundhouse.gui.theme.contrast import BODY_TEXT_MINIMUM, contrast_ratio
-from roundhouse.gui.theme.manager import ThemeManager, theme_manager
+from roundhouse.gui.theme.manager import CHOICES, ThemeManager, theme_manager
 from roundhouse.gui.theme.tokens import DARK, LIGHT, Scheme
 from roundhouse.gui.widgets.badge import Badge
 from tests.daemon_process import DaemonProcess
@@ -105,6 +114,20 @@ async def _choose(ui: Ui, daemon: DaemonProcess, choice: ThemeChoice) -> None:
     await wait_until(lambda: ui.bridge.ui_settings.theme == choice, 10, "the change fed back")
 
 
+def _dialogs(ui: Ui) -> list[tuple[str, QDialog]]:
+    """The main dialogs, as the pages open them."""
+    engines = ui.window.show_page("Engines")
+    assert isinstance(engines, EnginesPage)
+    parent = ui.window
+    return [
+        ("start", StartDialog(ui.bridge, engines.installed_engines(), None, parent)),
+        ("attach", AttachDialog(ui.bridge, parent)),
+        ("use with", UseWithDialog(ui.bridge, None, parent)),
+        ("pair", PairDialog(PeersCalls(ui.bridge), parent)),
+        ("hub token", HubTokenDialog(ModelsCalls(ui.bridge), None, parent)),
+    ]
+
+
 def _pages(ui: Ui) -> list[QWidget]:
     stack = ui.window.pages
     return [page for row in range(stack.count()) if (page := stack.widget(row)) is not None]
@@ -143,6 +166,14 @@ def test_every_page_and_the_guide_is_readable(
         if found := unreadable(wizard):
             problems["first-run guide"] = found
         wizard.hide()  # closing it would save "guide skipped" in the settings
+        for name, dialog in _dialogs(ui):
+            dialog.show()
+            await wait_until(dialog.isVisible, 5, f"the {name} dialog shown")
+            await asyncio.sleep(0.2)
+            if found := unreadable(dialog):
+                problems[name] = found
+            dialog.hide()
+            dialog.deleteLater()
         assert not problems, problems
 
     try:
@@ -186,6 +217,7 @@ def test_the_switch_in_settings_reaches_every_page_and_is_saved(
 
 def test_the_os_scheme_is_followed_only_on_system(qapp: QApplication, theme: ThemeManager) -> None:
     hints = qapp.styleHints()
+    theme.follow_os()  # as build_ui does once the window is painted
     theme.set_choice(ThemeChoice.SYSTEM)
     try:
         # What the platform sends when the desktop turns dark, then light again.
@@ -278,3 +310,11 @@ def test_a_badge_says_its_state_in_words_colour_and_icon(
     finally:
         window.close()
         window.deleteLater()
+
+
+def test_the_manager_knows_every_choice_of_the_setting(theme: ThemeManager) -> None:
+    """The manager keeps the choices as plain strings (no pydantic before the first paint):
+    they must be the setting's."""
+    assert set(CHOICES) == {choice.value for choice in ThemeChoice}
+    with pytest.raises(ValueError, match="one of system"):
+        theme.set_choice("sepia")

@@ -63,9 +63,10 @@ def application() -> QApplication:
     app.setOrganizationName(APP_NAME)
     app.setDesktopFileName("roundhouse")
     app.setWindowIcon(app_icon())
-    # Fusion, the palette and the stylesheet of the last theme chosen on this machine (or
-    # the OS's): the first paint is in the right colours before the daemon's settings come.
-    theme_manager(app, QSettings())
+    # The palette of the last theme chosen on this machine (or the OS's): the first paint is
+    # in its colours before the daemon's settings come. Fusion and the stylesheet follow in
+    # build_ui, after the paint.
+    theme_manager(app, QSettings(), palette_only=True)
     return app
 
 
@@ -102,6 +103,8 @@ def build_ui(
     # Before the pages: the wheel scrolls them, never a field's value as it passes over.
     install_wheel_guard(app)
     theme = theme_manager(app)
+    # After the first paint: the OS's light or dark, and its changes.
+    theme.follow_os()
     if tray_available is None:
         tray_available = QSystemTrayIcon.isSystemTrayAvailable()
     if window is None:

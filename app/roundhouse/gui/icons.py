@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from functools import cache
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, Qt
-from PySide6.QtGui import QIcon, QImage, QPainter, QPalette, QPixmap
+from PySide6.QtGui import QIcon, QPalette
 
 from roundhouse.base.resources import resource_path
-from roundhouse.gui.theme.tokens import Scheme, colours
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QPixmap
+
+    from roundhouse.gui.theme.tokens import Scheme
 
 # Sizes drawn for each UI icon: Qt picks the nearest and scales the rest.
 ICON_SIZES = (16, 20, 24, 32, 48)
@@ -60,7 +64,10 @@ def _svg(name: str) -> str:
 
 
 def _render(svg: str, colour: str, size: int) -> QPixmap:
-    # Imported on first use: the window's first paint needs no UI icon.
+    # Imported on first use: the window's first paint needs no UI icon (and the Qt
+    # namespace's first use costs ~25 ms).
+    from PySide6.QtCore import QByteArray, Qt
+    from PySide6.QtGui import QImage, QPainter, QPixmap
     from PySide6.QtSvg import QSvgRenderer
 
     renderer = QSvgRenderer(QByteArray(svg.replace("currentColor", colour).encode()))
@@ -77,6 +84,8 @@ def ui_icon(name: str, scheme: Scheme) -> QIcon:
     """Lucide's `name` in the text colour of `scheme`; selected (the sidebar's current
     page) in the colour of text on the accent, disabled in the disabled text colour."""
     svg = _svg(name)
+    from roundhouse.gui.theme.tokens import colours
+
     roles = colours(scheme)
     icon = QIcon()
     for mode, colour in (

@@ -44,7 +44,7 @@ class AppearanceSection(QGroupBox):
         app = QApplication.instance()
         assert isinstance(app, QApplication)
         self._manager = theme_manager(app)
-        self._show(self._manager.choice)
+        self._show(ThemeChoice(self._manager.choice))
         self.theme.activated.connect(self._on_activated)
         bridge.ui_settings_changed.connect(self._on_ui_settings_changed)
 
