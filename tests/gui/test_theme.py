@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 import qasync
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QKeySequence, QPalette
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import (
     QAbstractButton,
     QApplication,
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QWidget,
 )
+from pytestqt.qtbot import QtBot
 
 from roundhouse.api.settings import ThemeChoice
 from roundhouse.client import DaemonClient
@@ -318,3 +320,20 @@ def test_the_manager_knows_every_choice_of_the_setting(theme: ThemeManager) -> N
     assert set(CHOICES) == {choice.value for choice in ThemeChoice}
     with pytest.raises(ValueError, match="one of system"):
         theme.set_choice("sepia")
+
+
+def test_the_sidebar_is_worked_from_the_keyboard(ui: Ui, qtbot: QtBot) -> None:
+    nav = ui.window.navigation
+    ui.window.activateWindow()
+    # Ctrl+3 opens the third page; the arrow keys move through the list, the page follows.
+    QTest.keySequence(ui.window, QKeySequence("Ctrl+3"))
+    assert ui.window.pages.currentIndex() == nav.currentRow() == 2
+    nav.setFocus()
+    QTest.keyClick(nav, Qt.Key.Key_Down)
+    assert ui.window.pages.currentIndex() == 3
+    QTest.keyClick(nav, Qt.Key.Key_Up)
+    QTest.keyClick(nav, Qt.Key.Key_Up)
+    assert ui.window.pages.currentIndex() == 1
+    assert nav.focusPolicy() & Qt.FocusPolicy.TabFocus, "Tab must reach the sidebar"
+    first = nav.item(0)
+    assert first is not None and "Ctrl+1" in first.toolTip()

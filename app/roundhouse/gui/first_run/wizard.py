@@ -18,6 +18,7 @@ from roundhouse.gui.first_run.engine_step import EngineStep
 from roundhouse.gui.first_run.hardware_step import HardwareStep
 from roundhouse.gui.first_run.model_step import ModelStep
 from roundhouse.gui.first_run.state import GuideState
+from roundhouse.gui.icons import app_icon
 
 SKIP = QWizard.WizardButton.CustomButton1
 
@@ -38,6 +39,8 @@ class FirstRunWizard(QWizard):
         super().__init__(parent)
         self.setWindowTitle("Welcome to Roundhouse")
         self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
+        # The app's mark in the header of every step.
+        self.setPixmap(QWizard.WizardPixmap.LogoPixmap, app_icon().pixmap(48, 48))
         self.setOption(QWizard.WizardOption.HaveCustomButton1, True)
         self.setOption(QWizard.WizardOption.NoCancelButton, True)
         self.setButtonText(SKIP, "Skip the guide")
