@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import TypeVar
 
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QWidget
 
 from roundhouse.gui.theme.manager import current_colours
 
@@ -40,3 +41,14 @@ class RoleMap(Mapping[K, str]):
 
     def __len__(self) -> int:
         return len(self._roles)
+
+
+def set_tone(widget: QWidget, tone: str | None) -> None:
+    """Colour a label by what it says (good, warn, bad, unknown; None: the usual text), from
+    app.qss's `QLabel[tone=…]` rules, in the theme in force."""
+    if widget.property("tone") == tone:
+        return
+    widget.setProperty("tone", tone)
+    # A dynamic property's new value reaches the stylesheet only when polished again.
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)

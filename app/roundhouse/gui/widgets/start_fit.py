@@ -15,6 +15,7 @@ from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.calls.peers import PeersCalls
 from roundhouse.gui.daemon_bridge import DaemonBridge
+from roundhouse.gui.theme.roles import set_tone
 from roundhouse.gui.widgets.models_words import Tone, fit_badge
 
 # Typing a context size fires a change per digit: ask once the user pauses.
@@ -23,7 +24,6 @@ SETTLE_MS = 400
 NOT_TOLD = "has not said what it has free"
 RETRIES = 5
 RETRY_MS = 1000
-_COLOURS = {Tone.GOOD: "#1e7d32", Tone.WARN: "#a15c00", Tone.BAD: "#b3261e", Tone.UNKNOWN: "#666"}
 
 
 class StartFitLine(QLabel):
@@ -92,7 +92,7 @@ class StartFitLine(QLabel):
         # The CPU is the only place a model can run on a machine without a GPU: that is
         # no warning, so the line keeps the usual text colour.
         neutral = badge.tone == Tone.NEUTRAL
-        self.setStyleSheet("" if neutral else f"color: {_COLOURS.get(badge.tone, '#666')};")
+        set_tone(self, None if neutral else badge.tone.value)
         self.neutral = neutral
         self.show()
         self.fitted.emit(fit)
@@ -136,7 +136,7 @@ class StartFitLine(QLabel):
         self.fitted.emit(None)
         self.setText(f"No fit estimate: {failure.detail}")
         self.setToolTip("")
-        self.setStyleSheet(f"color: {_COLOURS[Tone.UNKNOWN]};")
+        set_tone(self, Tone.UNKNOWN.value)
         self.show()
 
 
