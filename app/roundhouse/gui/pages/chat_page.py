@@ -128,6 +128,7 @@ class ChatPage(QWidget):
         # Another model may see where this one cannot (or the other way): said again.
         self.picker.currentTextChanged.connect(lambda _model: self._check_images())
         self.send_button = QPushButton("Send")
+        self.send_button.setProperty("primary", True)  # the accent's colours (app.qss)
         self.send_button.clicked.connect(self.send)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the reply; what came so far is kept")

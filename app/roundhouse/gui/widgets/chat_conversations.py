@@ -65,6 +65,7 @@ class ConversationsView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.new_button = QPushButton("New chat")
+        self.new_button.setProperty("primary", True)  # the accent's colours (app.qss)
         self.new_button.clicked.connect(self.new_requested)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search chats")
