@@ -337,3 +337,18 @@ def test_the_sidebar_is_worked_from_the_keyboard(ui: Ui, qtbot: QtBot) -> None:
     assert nav.focusPolicy() & Qt.FocusPolicy.TabFocus, "Tab must reach the sidebar"
     first = nav.item(0)
     assert first is not None and "Ctrl+1" in first.toolTip()
+
+
+def test_action_icons_are_redrawn_for_each_theme(ui: Ui, theme: ThemeManager) -> None:
+    engines = ui.window.show_page("Engines")
+    assert isinstance(engines, EnginesPage)
+    for choice, roles in ((ThemeChoice.DARK, DARK), (ThemeChoice.LIGHT, LIGHT)):
+        theme.set_choice(choice)
+        image = engines.refresh_button.icon().pixmap(24, 24).toImage()
+        inked = {
+            image.pixelColor(x, y).name()
+            for x in range(24)
+            for y in range(24)
+            if image.pixelColor(x, y).alpha() == 255
+        }
+        assert inked == {roles.text}, (choice, inked)

@@ -6,6 +6,7 @@ The UI icons are Lucide's (ISC licence, resources/icons/ui/LICENSE): outline SVG
 
 from __future__ import annotations
 
+import weakref
 from enum import StrEnum
 from functools import cache
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from roundhouse.base.resources import resource_path
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QPixmap
+    from PySide6.QtWidgets import QAbstractButton
 
     from roundhouse.gui.theme.tokens import Scheme
 
@@ -124,3 +126,31 @@ def tone_icon(tone: str, palette: QPalette, name: str | None = None) -> QIcon:
     if chosen is None:
         return QIcon()
     return tinted_icon(chosen, palette.color(QPalette.ColorRole.WindowText).name())
+
+
+# Buttons given a UI icon, redrawn when the theme changes (weakly held: a closed dialog's
+# buttons go with it).
+_iconed: weakref.WeakKeyDictionary[QAbstractButton, str] = weakref.WeakKeyDictionary()
+_following: list[bool] = []
+
+
+def set_icon(button: QAbstractButton, name: str) -> None:
+    """Give `button` Lucide's `name` in the theme's colours, kept across theme switches."""
+    from PySide6.QtWidgets import QApplication
+
+    from roundhouse.gui.theme.manager import current_scheme, theme_manager
+
+    app = QApplication.instance()
+    if not _following and isinstance(app, QApplication):
+        theme_manager(app).changed.connect(_redraw_icons)
+        _following.append(True)
+    _iconed[button] = name
+    button.setIcon(ui_icon(name, current_scheme()))
+
+
+def _redraw_icons(_scheme: str) -> None:
+    from roundhouse.gui.theme.manager import current_scheme
+
+    scheme = current_scheme()
+    for button, name in list(_iconed.items()):
+        button.setIcon(ui_icon(name, scheme))

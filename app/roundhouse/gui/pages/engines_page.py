@@ -23,6 +23,7 @@ from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.builds_dialog import BuildsDialog
 from roundhouse.gui.dialogs.start_dialog import StartDialog
+from roundhouse.gui.icons import set_icon
 from roundhouse.gui.widgets.engine_card import EngineCard
 from roundhouse.gui.widgets.instances_section import InstancesSection
 
@@ -44,6 +45,7 @@ class EnginesPage(QWidget):
         heading.setObjectName("pageTitle")
         self.status_label = QLabel("Waiting for the daemon…")
         self.refresh_button = QPushButton("Refresh")
+        set_icon(self.refresh_button, "refresh-cw")
         self.refresh_button.setToolTip("Look for engines again (PATH, usual places, Pythons)")
         self.refresh_button.setEnabled(False)
         self.refresh_button.clicked.connect(self._on_refresh_button_clicked)

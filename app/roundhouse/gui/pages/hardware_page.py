@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from roundhouse.api.hardware import HardwareInventory
 from roundhouse.api.settings import UiSettings
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
+from roundhouse.gui.icons import set_icon
 from roundhouse.gui.widgets.charts import HardwareCharts
 from roundhouse.gui.widgets.inventory_view import InventoryView
 
@@ -36,6 +37,7 @@ class HardwarePage(QWidget):
         heading.setObjectName("pageTitle")
         self.status_label = QLabel("Waiting for the daemon…")
         self.refresh_button = QPushButton("Refresh")
+        set_icon(self.refresh_button, "refresh-cw")
         self.refresh_button.setToolTip("Look at the hardware again (GPUs, drivers, disk)")
         self.refresh_button.setEnabled(False)
         self.refresh_button.clicked.connect(self._on_refresh_button_clicked)

@@ -27,6 +27,7 @@ from roundhouse.api.ollama import OllamaLoadedList, OllamaModelList
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.ollama_show_dialog import OllamaShowDialog
+from roundhouse.gui.icons import set_icon
 from roundhouse.gui.widgets.engine_card import installer_for
 from roundhouse.gui.widgets.ollama_absent_view import OllamaAbsentView
 from roundhouse.gui.widgets.ollama_instance_combo import OllamaInstanceCombo
@@ -59,6 +60,7 @@ class OllamaPage(QWidget):
         self.instance_combo = OllamaInstanceCombo()
         self.instance_combo.currentIndexChanged.connect(self._on_instance_combo_changed)
         self.refresh_button = QPushButton("Refresh")
+        set_icon(self.refresh_button, "refresh-cw")
         self.refresh_button.clicked.connect(self.refresh)
         header = QHBoxLayout()
         header.addWidget(heading)

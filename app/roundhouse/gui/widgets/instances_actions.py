@@ -9,6 +9,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QMenu, QPushButton, QWidget
 
 from roundhouse.api.instances import InstanceInfo, InstanceOrigin, InstanceStatus
+from roundhouse.gui.icons import set_icon
 from roundhouse.gui.widgets.instances_words import is_endpoint
 
 # The actions on the chosen row, as buttons and in the row's context menu, in this order.
@@ -27,9 +28,12 @@ class InstanceActions:
     def __init__(self, parent: QWidget) -> None:
         self._parent = parent
         self.start_button = QPushButton("Start…")
+        set_icon(self.start_button, "play")
         self.start_button.setToolTip("Start an engine with a model")
         self.stop_button = QPushButton("Stop")
+        set_icon(self.stop_button, "square")
         self.restart_button = QPushButton("Restart")
+        set_icon(self.restart_button, "refresh-cw")
         self.restart_button.setToolTip(RESTART_TIP)
         self.logs_button = QPushButton("Logs")
         self.logs_button.setToolTip("Follow the engine's output")

@@ -29,6 +29,7 @@ from roundhouse.gui.calls.op import Ops
 from roundhouse.gui.daemon_bridge import ConnectionState, DaemonBridge
 from roundhouse.gui.dialogs.start_dialog import StartDialog
 from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
+from roundhouse.gui.icons import set_icon
 from roundhouse.gui.widgets.confirm import ask_to_confirm
 from roundhouse.gui.widgets.import_gguf import gguf_file_dialog
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
@@ -94,14 +95,18 @@ class LibraryView(QWidget):
         self._starting: LibraryModel | None = None
         self.view.doubleClicked.connect(lambda _: self.start_selected())
         self.refresh_button = QPushButton("Refresh")
+        set_icon(self.refresh_button, "refresh-cw")
         self.refresh_button.setToolTip("Look through the model folders and Ollama again")
         self.refresh_button.clicked.connect(lambda: self.refresh(rescan=True))
         self.import_button = QPushButton("Import GGUF…")
+        set_icon(self.import_button, "download")
         self.import_button.setToolTip("Copy a .gguf file into Roundhouse's library folder")
         self.import_button.clicked.connect(self.choose_import)
         self.delete_button = QPushButton("Delete…")
+        set_icon(self.delete_button, "trash-2")
         self.delete_button.clicked.connect(self.delete_selected)
         self.start_button = QPushButton("Start…")
+        set_icon(self.start_button, "play")
         self.start_button.setToolTip("Start an engine with this model")
         self.start_button.clicked.connect(self.start_selected)
         self.use_button = QPushButton("Use with…")

@@ -27,6 +27,7 @@ from roundhouse.api.hub import (
 from roundhouse.gui.call import Call, Failure
 from roundhouse.gui.calls.models import ModelsCalls
 from roundhouse.gui.calls.op import Ops
+from roundhouse.gui.icons import set_icon
 from roundhouse.gui.widgets.keyed_table_model import Row
 from roundhouse.gui.widgets.models_badge import BadgeDelegate, BadgeTableModel, visible_rows
 from roundhouse.gui.widgets.models_fit import FitCache, repo_key
@@ -113,6 +114,7 @@ class ModelSearchView(QWidget):
         for text, sort in SORT_CHOICES:
             self.sort_combo.addItem(text, sort)
         self.search_button = QPushButton("Search")
+        set_icon(self.search_button, "search")
         self.search_button.clicked.connect(self.search)
         for combo in (self.kind_combo, self.sort_combo):
             combo.activated.connect(self.search)

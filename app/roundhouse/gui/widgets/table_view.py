@@ -23,8 +23,11 @@ def table_view(model: QAbstractItemModel, stretch_column: int = 0) -> QTableView
     view.setWordWrap(False)
     view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
     view.verticalHeader().hide()
+    # Rows told apart by alternating fills (app.qss), not a grid: a calmer table.
+    view.setShowGrid(False)
     header = view.horizontalHeader()
     header.setHighlightSections(False)
+    header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
     for column in range(model.columnCount()):
         header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
     header.setSectionResizeMode(stretch_column, QHeaderView.ResizeMode.Stretch)
