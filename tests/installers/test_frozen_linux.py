@@ -160,7 +160,8 @@ def test_window_opens_offscreen_and_quits(app_dir: Path, tmp_path: Path) -> None
     lines = done.stdout.splitlines()
     assert lines[0] == "smoke: first paint"
     resources = app_dir / "_internal" / "roundhouse" / "resources"
-    assert lines[1] == f"smoke: ok: 9 icons and the stylesheet from {resources}"
+    # The app's icon, 8 tray icons, and the 9 sidebar icons in each of the two themes.
+    assert lines[1] == f"smoke: ok: 27 icons and the stylesheet from {resources}"
     assert not (tmp_path / "home" / "state").exists()  # the smoke test starts no daemon
 
 

@@ -205,9 +205,12 @@ class _FirstPaint(QObject):
 def _smoke_check(app: QApplication, outcome: list[int]) -> None:
     """The smoke test's checks, once the loop runs: every icon renders, the style is set."""
     from roundhouse.base.resources import resources_dir
-    from roundhouse.gui.icons import TrayState, tray_icon
+    from roundhouse.gui.icons import TrayState, tray_icon, ui_icon
+    from roundhouse.gui.main_window import PAGE_ICONS
 
     icons = [app_icon()] + [tray_icon(s, dark_panel=d) for s in TrayState for d in (False, True)]
+    # The sidebar's icons in both themes: the UI icons are recoloured SVGs (QtSvg).
+    icons += [ui_icon(name, scheme) for name in PAGE_ICONS.values() for scheme in Scheme]
     # A null pixmap means the SVG icon engine (a Qt plugin) is missing from the build.
     blank = sum(icon.pixmap(32, 32).isNull() for icon in icons)
     if blank or not stylesheet() or app.styleSheet() != stylesheet():
