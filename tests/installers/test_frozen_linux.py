@@ -131,6 +131,9 @@ def test_tarball_holds_app_desktop_entry_icons_and_scripts(tarball: Path) -> Non
         "engines/guard/sitecustomize.py",
         "styles/app.qss",
         "icons/tray-dark-serving.svg",
+        # Lucide's icons ship with their licence beside them.
+        "icons/ui/cpu.svg",
+        "icons/ui/LICENSE",
     ):
         assert f"{resources}/{data}" in members, data
     # Frozen from the build's lock, not from whatever the test's Python has installed.
