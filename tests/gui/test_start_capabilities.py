@@ -66,16 +66,16 @@ def test_the_group_the_proposed_n_and_a_start_with_a_lora(
         caps.use_moe_button.click()
         assert dialog.options().n_cpu_moe == n and dialog.options().n_gpu_layers == "all"
         # The tiny model's own estimate has no experts: the proposal goes.
-        await wait_until(lambda: dialog.fit_line.isVisible(), 10, "the fit estimate")
-        await wait_until(lambda: caps.proposed_moe is None, 10, "the tiny model's estimate")
+        await wait_until(lambda: dialog.fit_line.isVisible(), 30, "the fit estimate")
+        await wait_until(lambda: caps.proposed_moe is None, 30, "the tiny model's estimate")
         assert not caps.moe_proposal.isVisible()
 
         # Capabilities go into a preset and come back from it.
         caps.thinking.setCurrentIndex(caps.thinking.findData(False))
         caps.lora.setText(f"{lora}@0.5")
-        await wait_until(lambda: dialog.save_preset_button.isEnabled(), 5, "presets")
+        await wait_until(lambda: dialog.save_preset_button.isEnabled(), 30, "presets")
         dialog.save_preset_as("lora half")
-        await wait_until(lambda: dialog.preset_names() == ["lora half"], 10, "the preset")
+        await wait_until(lambda: dialog.preset_names() == ["lora half"], 30, "the preset")
         caps.lora.clear()
         caps.thinking.setCurrentIndex(0)
         dialog.choose_preset("lora half")
@@ -89,7 +89,7 @@ def test_the_group_the_proposed_n_and_a_start_with_a_lora(
         dialog.gpu_layers_choice.setCurrentIndex(0)
         assert dialog.start_button.isEnabled(), dialog.problem_label.text()
         dialog.start_button.click()
-        await wait_until(lambda: page.start_dialog is None, 15, "the dialog to close")
+        await wait_until(lambda: page.start_dialog is None, 30, "the dialog to close")
         section = page.instances
         await wait_until(
             lambda: section.model.rowCount() == 1 and section.row_texts()[0]["Status"] == "ready",
