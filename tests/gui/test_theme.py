@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import qasync
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QKeySequence, QPalette
+from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -39,13 +39,14 @@ from roundhouse.gui.dialogs.use_with_dialog import UseWithDialog
 from roundhouse.gui.main_window import PAGE_ICONS
 from roundhouse.gui.pages.engines_page import EnginesPage
 from roundhouse.gui.pages.settings_page import SettingsPage
-from roundhouse.gui.theme.contrast import BODY_TEXT_MINIMUM, contrast_ratio
+from roundhouse.gui.theme.contrast import BODY_TEXT_MINIMUM, contrast_ratio, hex_rgb
 from roundhouse.gui.theme.manager import CHOICES, ThemeManager, theme_manager
-from roundhouse.gui.theme.tokens import DARK, LIGHT, Scheme
+from roundhouse.gui.theme.tokens import DARK, LIGHT, Colours, Scheme
 from roundhouse.gui.widgets.badge import Badge
 from tests.daemon_process import DaemonProcess
 from tests.gui.conftest import close_bridge, wait_until
 
+TONES_WITH_FILLS = ("info", "success", "warning", "danger", "neutral")
 TEXT_WIDGETS = (QLabel, QAbstractButton, QLineEdit, QComboBox, QGroupBox)
 
 
@@ -352,3 +353,42 @@ def test_action_icons_are_redrawn_for_each_theme(ui: Ui, theme: ThemeManager) ->
             if image.pixelColor(x, y).alpha() == 255
         }
         assert inked == {roles.text}, (choice, inked)
+
+
+@pytest.mark.parametrize("roles", [LIGHT, DARK], ids=["light", "dark"])
+def test_every_text_role_reads_on_the_surfaces_it_is_drawn_on(roles: Colours) -> None:
+    """The tokens themselves: body text, muted text and links on every surface; each tone's
+    text on its fill; text on the accent."""
+    surfaces = ("window", "surface", "surface_alt", "sidebar", "code_fill", "bubble")
+    pairs = [(text, surface) for text in ("text", "text_muted", "link") for surface in surfaces]
+    pairs += [(f"{tone}_text", f"{tone}_fill") for tone in TONES_WITH_FILLS]
+    pairs += [("accent_text", "accent")]
+    table = roles.roles()
+    low = {
+        (fg, bg): round(ratio, 2)
+        for fg, bg in pairs
+        if (ratio := contrast_ratio(hex_rgb(table[fg]), hex_rgb(table[bg]))) < BODY_TEXT_MINIMUM
+    }
+    assert not low, low
+
+
+def test_text_sizes_follow_the_system_font(qapp: QApplication, theme: ThemeManager) -> None:
+    """The type scale is built on the application font: a larger system font makes every
+    size larger, the page titles' included."""
+    theme.follow_os()
+    original = qapp.font()
+    title = QLabel("Models")
+    title.setObjectName("pageTitle")
+    title.show()
+    try:
+        before = title.font().pointSizeF()
+        bigger = QFont(original)
+        bigger.setPointSizeF(original.pointSizeF() * 1.5)
+        qapp.setFont(bigger)  # what the platform does when the user's text size changes
+        title.ensurePolished()
+        after = title.font().pointSizeF()
+        assert after == pytest.approx(before * 1.5, abs=0.2), (before, after)
+    finally:
+        qapp.setFont(original)
+        title.close()
+        title.deleteLater()

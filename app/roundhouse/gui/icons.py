@@ -151,6 +151,12 @@ def set_icon(button: QAbstractButton, name: str) -> None:
 def _redraw_icons(_scheme: str) -> None:
     from roundhouse.gui.theme.manager import current_scheme
 
+    from shiboken6 import isValid
+
     scheme = current_scheme()
     for button, name in list(_iconed.items()):
-        button.setIcon(ui_icon(name, scheme))
+        # Qt may have deleted a button whose Python side lives on (a closed page's field).
+        if isValid(button):
+            button.setIcon(ui_icon(name, scheme))
+        else:
+            del _iconed[button]

@@ -9,7 +9,7 @@ stylesheet change, so no page has to know.
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QSettings, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QApplication, QLabel
 
 from roundhouse.gui.theme.palette import build_palette
@@ -76,6 +76,8 @@ class ThemeManager(QObject):
         self._following = True
         hints = self._app.styleHints()
         hints.colorSchemeChanged.connect(self._on_os_scheme_changed)
+        # The system's text size changed (or the app's font was set): scale the type again.
+        self._app.fontChanged.connect(self._on_font_changed)
         self._on_os_scheme_changed(hints.colorScheme())
 
     def set_choice(self, choice: str) -> None:
@@ -113,6 +115,16 @@ class ThemeManager(QObject):
         if not first:
             _refresh_links()
         self.changed.emit(scheme.value)
+
+    def _on_font_changed(self, font: QFont) -> None:
+        size = font.pointSizeF()
+        if size <= 0 or size == self.base_pt:
+            return
+        self.base_pt = size
+        if self._applied is not None:
+            from roundhouse.gui.theme.stylesheet import build_stylesheet
+
+            self._app.setStyleSheet(build_stylesheet(self._applied, size))
 
     def _on_os_scheme_changed(self, scheme: object) -> None:
         # Qt.ColorScheme by name: Dark, Light or Unknown (then the palette says).

@@ -18,7 +18,8 @@ def build_palette(colours: Colours) -> QPalette:
         Role.Window: colours.window,
         Role.WindowText: colours.text,
         Role.Base: colours.surface,
-        Role.AlternateBase: colours.surface_alt,
+        # Read by the chat's user messages only: item views take alternate rows from app.qss.
+        Role.AlternateBase: colours.bubble,
         Role.Text: colours.text,
         Role.Button: colours.surface,
         Role.ButtonText: colours.text,

@@ -71,6 +71,7 @@ class Colours(NamedTuple):
     neutral_border: str
     neutral_text: str
     code_fill: str  # code blocks in the chat
+    bubble: str  # the user's messages in the chat (the palette's AlternateBase)
 
     def roles(self) -> dict[str, str]:
         """Every role by name: the stylesheet's placeholders."""
@@ -106,6 +107,7 @@ LIGHT = Colours(
     neutral_border="#c5cbd3",
     neutral_text="#2b3138",
     code_fill="#f3f4f6",
+    bubble="#e4ecfb",
 )
 
 DARK = Colours(
@@ -137,6 +139,7 @@ DARK = Colours(
     neutral_border="#4a515c",
     neutral_text="#d6dae0",
     code_fill="#1e2127",
+    bubble="#1f2d45",
 )
 
 
