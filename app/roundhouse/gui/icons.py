@@ -149,9 +149,9 @@ def set_icon(button: QAbstractButton, name: str) -> None:
 
 
 def _redraw_icons(_scheme: str) -> None:
-    from roundhouse.gui.theme.manager import current_scheme
-
     from shiboken6 import isValid
+
+    from roundhouse.gui.theme.manager import current_scheme
 
     scheme = current_scheme()
     for button, name in list(_iconed.items()):
