@@ -73,6 +73,7 @@ class BenchPage(QWidget):
 
         self.form = BenchForm()
         self.run_button = QPushButton("Run")
+        self.run_button.setProperty("primary", True)  # the accent's colours (app.qss)
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)

@@ -65,6 +65,7 @@ class SettingsPage(QWidget):
         self.updates.changed.connect(self._on_form_changed)
 
         self.save_button = QPushButton("Save")
+        self.save_button.setProperty("primary", True)  # the accent's colours (app.qss)
         self.save_button.clicked.connect(self.save)
         self.revert_button = QPushButton("Revert")
         self.revert_button.setToolTip("Show the settings the daemon has again")
