@@ -19,7 +19,6 @@ from roundhouse.gui.main_window import MainWindow
 from roundhouse.gui.pyside_tax import skip_feature_source_scan
 from roundhouse.gui.theme.manager import theme_manager
 from roundhouse.gui.theme.tokens import Scheme
-from roundhouse.gui.wheel_guard import install_wheel_guard
 
 # Only Qt and the window shell load before the first paint; asyncio, qasync, the HTTP
 # client (httpx, pydantic) and the charts (pyqtgraph, numpy) load right after it (~0.4 s).
@@ -99,6 +98,10 @@ def build_ui(
     from roundhouse.gui.quick_chat import QuickChat
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
+
+    # Here, not at the top: it uses PySide's Qt namespace, whose first use costs ~25 ms,
+    # and nothing before the first paint needs it.
+    from roundhouse.gui.wheel_guard import install_wheel_guard
 
     # Before the pages: the wheel scrolls them, never a field's value as it passes over.
     install_wheel_guard(app)
