@@ -184,6 +184,18 @@ async def take_chat(ui: Ui, model_id: str, grab: Grab) -> None:
     page.input.setPlainText("And the same with a 2048-token context?")
     page.send()
     await wait_until(lambda: len(page.transcript.messages) == 4 and not page.busy, 60, "a reply")
+    # A second version of the live reply: its "‹ 2/2 ›" switcher shows, the first one kept.
+    first = page.transcript.messages[3].message
+    page.transcript.messages[3].regenerate_button.click()
+    await wait_until(
+        lambda: (
+            not page.busy
+            and len(page.transcript.messages) == 4
+            and page.transcript.messages[3].message not in (None, first)
+        ),
+        60,
+        "a second version",
+    )
     page.input.setPlainText("Thanks! Which port does the gateway use?")
     await asyncio.sleep(0.8)
     grab("chat.png")

@@ -8,7 +8,8 @@ offscreen set libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1
 This file starts the display, the tray, the stand-ins and the daemon, and runs the steps in
 order; each step (one page or window brought into a state worth showing) is in
 screenshot_steps.py. `.venv/bin/python docs/take_screenshots.py` rewrites docs/screenshots/;
-`--only settings-gateway.png` (one or more names) runs every step but rewrites only those.
+`--only settings-gateway.png` (one or more names) runs every step but rewrites only those;
+`--theme dark` takes them in the dark theme, into docs/screenshots/dark/.
 Keys and tokens on screen are masked while each screenshot is grabbed (screenshot_secrets.py).
 """
 
@@ -123,6 +124,17 @@ def start_standins(tmp: Path) -> tuple[OllamaStandin, ReleaseServer]:
     return start_ollama_serve(tmp / "ollama", free_port()), releases
 
 
+def write_theme(root: Path, theme: str) -> None:
+    """The daemon's settings choose the theme, as the Settings page would (`ui.theme`)."""
+    from roundhouse.api.settings import Settings
+    from roundhouse.base.paths import resolve_home
+    from roundhouse.core.infra.settings import save_settings
+
+    settings_file = resolve_home(root).settings_file
+    settings_file.parent.mkdir(parents=True, exist_ok=True)
+    save_settings(settings_file, Settings.model_validate({"ui": {"theme": theme}}))
+
+
 def start_daemon(
     root: Path, llama_server: Path | None, extra_env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
@@ -157,6 +169,7 @@ async def take(
     hub: HubStandin,
     only: frozenset[str],
     peer_root: Path | None,
+    out: Path,
 ) -> list[Path]:
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
@@ -207,7 +220,7 @@ async def take(
                 pixmap = screen.grabWindow(0)
         finally:
             restore(masked)
-        path = OUT / name
+        path = out / name
         if not pixmap.save(str(path)):
             raise RuntimeError(f"could not save {path}")
         saved.append(path)
@@ -269,8 +282,13 @@ def main() -> int:
     parser.add_argument(
         "--only", nargs="+", default=[], metavar="NAME.png", help="rewrite only these files"
     )
-    only = frozenset(parser.parse_args().only)
-    OUT.mkdir(parents=True, exist_ok=True)
+    parser.add_argument(
+        "--theme", choices=("light", "dark"), default="light", help="the theme to take them in"
+    )
+    arguments = parser.parse_args()
+    only = frozenset(arguments.only)
+    out = OUT if arguments.theme == "light" else OUT / arguments.theme
+    out.mkdir(parents=True, exist_ok=True)
     xvfb, display = start_xvfb()
     os.environ.update(DISPLAY=display, QT_QPA_PLATFORM="xcb")
     os.environ.pop("WAYLAND_DISPLAY", None)
@@ -284,6 +302,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="roundhouse-shots-") as tmp:
             root = Path(tmp) / "home"
+            write_theme(root, arguments.theme)
             llama_server = find_llama_server()
             model = write_tiny_model(Path(tmp) / "models") if llama_server else None
             if llama_server is None:
@@ -321,7 +340,7 @@ def main() -> int:
             try:
                 peer_root = Path(tmp) / PEER_NAME if peer is not None else None
                 saved = loop.run_until_complete(
-                    take(root, daemon, model, releases, hub, only, peer_root)
+                    take(root, daemon, model, releases, hub, only, peer_root, out)
                 )
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:

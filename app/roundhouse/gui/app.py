@@ -86,15 +86,7 @@ def build_ui(
     from roundhouse.gui.daemon_bridge import DaemonBridge
     from roundhouse.gui.first_run.launcher import FirstRunLauncher
     from roundhouse.gui.notify import Notifier
-    from roundhouse.gui.pages.bench_page import BenchPage
-    from roundhouse.gui.pages.chat_page import ChatPage
-    from roundhouse.gui.pages.engines_page import EnginesPage
     from roundhouse.gui.pages.hardware_page import HardwarePage
-    from roundhouse.gui.pages.machines_page import MachinesPage
-    from roundhouse.gui.pages.models_page import ModelsPage
-    from roundhouse.gui.pages.monitor_page import MonitorPage
-    from roundhouse.gui.pages.ollama_page import OllamaPage
-    from roundhouse.gui.pages.settings_page import SettingsPage
     from roundhouse.gui.quick_chat import QuickChat
     from roundhouse.gui.quit_flow import QuitController
     from roundhouse.gui.tray import Tray
@@ -117,19 +109,65 @@ def build_ui(
     bridge.ui_settings_changed.connect(lambda ui: theme.set_choice(ui.theme))
     window.attach(bridge)
     window.add_page(HardwarePage(bridge), HardwarePage.title)
-    window.add_page(EnginesPage(bridge), EnginesPage.title)
-    models_page = ModelsPage(bridge)
-    window.add_page(models_page, ModelsPage.title)
-    # The Library's Chat button, and its start dialog's "open the chat", open the Chat page.
-    models_page.chat_requested.connect(lambda model: window.show_chat(model=model))
-    window.add_page(OllamaPage(bridge), OllamaPage.title)
+
+    # The other pages are built when first shown (MainWindow.add_page), and their modules
+    # imported then: the Hardware page is the one on screen at start.
+    def engines() -> QWidget:
+        from roundhouse.gui.pages.engines_page import EnginesPage
+
+        return EnginesPage(bridge)
+
+    def models() -> QWidget:
+        from roundhouse.gui.pages.models_page import ModelsPage
+
+        page = ModelsPage(bridge)
+        # The Library's Chat button, and its start dialog's "open the chat", open the Chat page.
+        page.chat_requested.connect(lambda model: window.show_chat(model=model))
+        return page
+
+    def ollama() -> QWidget:
+        from roundhouse.gui.pages.ollama_page import OllamaPage
+
+        return OllamaPage(bridge)
+
+    def chat() -> QWidget:
+        from roundhouse.gui.pages.chat_page import ChatPage
+
+        return ChatPage(bridge, active_model)
+
+    def bench() -> QWidget:
+        from roundhouse.gui.pages.bench_page import BenchPage
+
+        return BenchPage(bridge)
+
+    def monitor() -> QWidget:
+        from roundhouse.gui.pages.monitor_page import MonitorPage
+
+        return MonitorPage(bridge)
+
+    def machines() -> QWidget:
+        from roundhouse.gui.pages.machines_page import MachinesPage
+
+        return MachinesPage(bridge)
+
+    def settings() -> QWidget:
+        from roundhouse.gui.pages.settings_page import SettingsPage
+
+        return SettingsPage(bridge)
+
     # One active model for the chat page, quick chat and the tray.
     active_model = ActiveModel(bridge)
-    window.add_page(ChatPage(bridge, active_model), ChatPage.title)
-    window.add_page(BenchPage(bridge), BenchPage.title)
-    window.add_page(MonitorPage(bridge), MonitorPage.title)
-    window.add_page(MachinesPage(bridge), MachinesPage.title)
-    window.add_page(SettingsPage(bridge), SettingsPage.title)
+    for build, title in (
+        (engines, "Engines"),
+        (models, "Models"),
+        (ollama, "Ollama"),
+        (chat, "Chat"),
+        (bench, "Benchmark"),
+        (monitor, "Monitor"),
+        (machines, "Machines"),
+        (settings, "Settings"),
+    ):
+        window.add_page(build, title)
     # exit(), not quit(): Qt's quit first asks every window to close, and one that only
     # hides on close (quick chat) or hides to the tray cancels it: the app lived on, with
     # the daemon it was asked to stop. shutdown() closes the windows after the loop.

@@ -102,7 +102,9 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.navigation)
         layout.addLayout(right, 1)
         self.setCentralWidget(central)
-        self.navigation.currentRowChanged.connect(self.pages.setCurrentIndex)
+        # Pages not shown yet: their builders, by stack index (see add_page).
+        self._builders: dict[int, Callable[[], QWidget]] = {}
+        self.navigation.currentRowChanged.connect(self._show_row)
         self._restore_geometry()
 
     def attach(self, bridge: DaemonBridge) -> None:
@@ -134,8 +136,15 @@ class MainWindow(QMainWindow):
         bridge.disconnected.connect(self._on_bridge_disconnected)
         self._on_bridge_state_changed(bridge.state.value)
 
-    def add_page(self, page: QWidget, title: str) -> None:
-        self.pages.addWidget(page)
+    def add_page(self, page: QWidget | Callable[[], QWidget], title: str) -> None:
+        """A page, or a function that builds it the first time it is shown.
+
+        Built on first use: each page costs 2-5 MB of widgets and models, and most sessions
+        open two or three of the nine (ADR 42)."""
+        if isinstance(page, QWidget):
+            self.pages.addWidget(page)
+        else:
+            self._builders[self.pages.addWidget(QWidget())] = page
         item = QListWidgetItem(title, self.navigation)
         row = self.navigation.count()
         if row <= 9:
@@ -174,13 +183,35 @@ class MainWindow(QMainWindow):
             if item is not None:
                 self._set_page_icon(item)
 
-    def show_page(self, title: str) -> QWidget:
+    def _show_row(self, row: int) -> None:
+        self._page_at(row)
+        self.pages.setCurrentIndex(row)
+
+    def _page_at(self, row: int) -> QWidget | None:
+        """The page in that row, built now if it was not yet."""
+        build = self._builders.pop(row, None)
+        if build is not None:
+            placeholder = self.pages.widget(row)
+            self.pages.insertWidget(row, build())
+            if placeholder is not None:
+                self.pages.removeWidget(placeholder)
+                placeholder.deleteLater()
+        return self.pages.widget(row)
+
+    def page(self, title: str) -> QWidget:
+        """The page of that title (built if it was not yet), without showing it."""
         for row in range(self.navigation.count()):
-            item, page = self.navigation.item(row), self.pages.widget(row)
-            if item is not None and page is not None and item.text() == title:
-                self.navigation.setCurrentRow(row)
-                return page
+            item = self.navigation.item(row)
+            if item is not None and item.text() == title:
+                page = self._page_at(row)
+                if page is not None:
+                    return page
         raise KeyError(title)
+
+    def show_page(self, title: str) -> QWidget:
+        page = self.page(title)
+        self.navigation.setCurrentRow(self.pages.indexOf(page))
+        return page
 
     def show_chat(self, conversation_id: str | None = None, *, model: str | None = None) -> None:
         """Bring the window up on the Chat page, with that conversation open (if one), or a

@@ -135,12 +135,19 @@ class ThemeManager(QObject):
 
 
 def _refresh_links() -> None:
-    """A label's rich text keeps the link colour it was laid out with: lay it out again."""
-    for widget in QApplication.allWidgets():
-        if isinstance(widget, QLabel) and "<a " in (text := widget.text()):
-            # setText() of the same text is a no-op: clear it first.
-            widget.clear()
-            widget.setText(text)
+    """A label's rich text keeps the link colour it was laid out with: lay it out again.
+
+    Walked from the top-level windows down, not through QApplication.allWidgets(): that list
+    also holds widgets in the middle of their destruction (a page closed by deleteLater),
+    whose text() crashed the process."""
+    from shiboken6 import isValid
+
+    for window in QApplication.topLevelWidgets():
+        for label in window.findChildren(QLabel):
+            if isValid(label) and "<a " in (text := label.text()):
+                # setText() of the same text is a no-op: clear it first.
+                label.clear()
+                label.setText(text)
 
 
 def theme_manager(
