@@ -279,24 +279,12 @@ class PresetList(_Frozen):
     presets: list[Preset]
 
 
-class ExportedMessage(_Frozen):
+class ExportedMessage(NewMessage):
     """One message of an export; `id` and `parent` name messages of the same file only."""
 
     id: int
     parent: int | None = None
-    role: Role
-    content: str = Field(max_length=MAX_MESSAGE_CHARS)
-    reasoning: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
-    stats: ReplyStats | None = None
-    images: tuple[str, ...] = Field(default=(), max_length=MAX_IMAGES)
     created_at: float
-
-    @field_validator("images")
-    @classmethod
-    def _images_are_data_urls(cls, images: tuple[str, ...]) -> tuple[str, ...]:
-        for url in images:
-            check_image_url(url)
-        return images
 
 
 class ChatExport(_Frozen):
