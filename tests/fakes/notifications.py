@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+
+from tests.fakes.private_bus import PrivateBus
 
 NAME = "org.freedesktop.Notifications"
 READY_S = 15.0
@@ -66,60 +64,13 @@ def serve(address: str, record: Path) -> None:
             connection.send(new_error(message, "org.freedesktop.DBus.Error.UnknownMethod"))
 
 
-@dataclass
-class NotificationBus:
+class NotificationBus(PrivateBus):
     """`with NotificationBus(tmp_path) as bus:` a private bus (`bus.address`) whose
     notification service records what it is sent (`bus.calls()`)."""
 
-    folder: Path
-
-    def __post_init__(self) -> None:
-        self.record = self.folder / "notify-calls.jsonl"
-        self.address = ""
-        self._processes: list[subprocess.Popen[str]] = []
-
-    def __enter__(self) -> NotificationBus:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        daemon = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._processes.append(daemon)
-        assert daemon.stdout is not None
-        self.address = daemon.stdout.readline().strip()
-        assert self.address, "dbus-daemon printed no address"
-        service = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.notifications", self.address, str(self.record)],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-        self._processes.append(service)
-        assert service.stdout is not None
-        line = service.stdout.readline().strip()
-        assert line == "ready", f"the notification stand-in did not start: {line!r}"
-        return self
-
-    def calls(self) -> list[dict[str, object]]:
-        if not self.record.exists():
-            return []
-        lines = self.record.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        for process in reversed(self._processes):
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+    module = "tests.fakes.notifications"
+    record_name = "notify-calls.jsonl"
+    what = "the notification stand-in"
 
 
 if __name__ == "__main__":

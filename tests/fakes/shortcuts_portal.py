@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from tests.fakes.private_bus import PrivateBus
 
 NAME = "org.freedesktop.portal.Desktop"
 PATH = "/org/freedesktop/portal/desktop"
@@ -128,66 +126,23 @@ def press(address: str) -> int:
     return int(reply.body[0])
 
 
-@dataclass
-class PortalBus:
+class PortalBus(PrivateBus):
     """`with PortalBus(tmp_path, mode) as bus:` a private bus (`bus.address`) with the
     portal stand-in on it (none with mode "absent"); `bus.calls()` and `bus.press()`."""
 
-    folder: Path
-    mode: str = "bind"
+    module = "tests.fakes.shortcuts_portal"
+    record_name = "portal-calls.jsonl"
+    what = "the portal stand-in"
 
-    def __post_init__(self) -> None:
-        self.record = self.folder / "portal-calls.jsonl"
-        self.address = ""
-        self._processes: list[subprocess.Popen[str]] = []
+    def __init__(self, folder: Path, mode: str = "bind") -> None:
+        super().__init__(folder)
+        self.mode = mode
 
-    def __enter__(self) -> PortalBus:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        daemon = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._processes.append(daemon)
-        assert daemon.stdout is not None
-        self.address = daemon.stdout.readline().strip()
-        assert self.address, "dbus-daemon printed no address"
-        if self.mode == "absent":
-            return self
-        service = subprocess.Popen(
-            [sys.executable, "-m", __name__, self.address, str(self.record), self.mode],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-        self._processes.append(service)
-        assert service.stdout is not None
-        line = service.stdout.readline().strip()
-        assert line == "ready", f"the portal stand-in did not start: {line!r}"
-        return self
-
-    def calls(self) -> list[dict[str, Any]]:
-        if not self.record.exists():
-            return []
-        lines = self.record.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+    def service_args(self) -> list[str] | None:
+        return None if self.mode == "absent" else [self.mode]
 
     def press(self) -> int:
         return press(self.address)
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        for process in reversed(self._processes):
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
 
 
 if __name__ == "__main__":
