@@ -1,6 +1,6 @@
 """The running desktop app's channel, per user and home: where it listens, and a plain-Python
 client for `roundhouse quick-chat` (a Unix socket in a 0700 folder; a named pipe on Windows
-that only the same user may open, which Qt's QLocalServer serves in the app)."""
+that only the same user may open)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def private_dir() -> Path:
 
 
 def channel_name(home: Home) -> str:
-    """What QLocalServer listens on: a socket's full path, or a pipe's name on Windows."""
+    """What the app listens on: a socket's full path, or a pipe's name on Windows."""
     if sys.platform == "win32":
         # Pipes share one namespace on the machine: the user's name keeps two users apart.
         return f"roundhouse-{getpass.getuser()}-{_digest(home)}"
