@@ -27,3 +27,11 @@ def test_modules_imported_after_pyside_are_not_read_as_source(
         assert str(module_file) not in linecache.cache
     finally:
         sys.modules.pop("freshly_imported_module", None)
+
+
+def test_the_lines_the_scan_read_before_are_dropped() -> None:
+    # As the scan leaves it for the modules imported before the app replaced it.
+    assert linecache.getlines(__file__)
+    assert __file__ in linecache.cache
+    assert skip_feature_source_scan()
+    assert __file__ not in linecache.cache

@@ -18,7 +18,7 @@ from roundhouse.client import DaemonClient
 from roundhouse.client.chat_stream import ChatDelta
 from roundhouse.gui.app import Ui
 from roundhouse.gui.pages.chat_page import ChatPage
-from roundhouse.gui.quick_chat import CHOOSE_FIRST, QuickChatWindow
+from roundhouse.gui.quick_chat_window import CHOOSE_FIRST, QuickChatWindow
 from roundhouse.gui.widgets.active_model_line import NO_MODEL_TEXT
 from roundhouse.gui.widgets.reply_scroll import REPAINT_MS
 from tests.gui.conftest import wait_until

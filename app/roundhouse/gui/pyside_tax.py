@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import sys
 from types import ModuleType
 
@@ -19,7 +20,9 @@ def skip_feature_source_scan() -> bool:
 
     Roundhouse never selects a PySide feature, so whether a module is marked "uses PySide"
     (feature 0, none) or "ignore" (-1) makes no difference to it. Returns whether the scan
-    was replaced; a PySide6 without this internal simply keeps its behaviour.
+    was replaced; a PySide6 without this internal simply keeps its behaviour. The lines the
+    scan read before this call (enum, typing, pathlib... about 1 MB) are dropped from
+    `linecache`, which reads them again if a traceback ever needs them.
     """
     feature = sys.modules.get("PySide6.support.feature")
     if feature is None or not callable(getattr(feature, "_mod_uses_pyside", None)):
@@ -29,4 +32,5 @@ def skip_feature_source_scan() -> bool:
         return False
 
     feature._mod_uses_pyside = uses_pyside  # type: ignore[attr-defined]
+    linecache.clearcache()
     return True
