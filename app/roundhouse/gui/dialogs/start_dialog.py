@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -14,10 +15,12 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QInputDialog,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -182,20 +185,31 @@ class StartDialog(QDialog):
         self.buttons.accepted.connect(self.start)
         self.buttons.rejected.connect(self.reject)
 
+        # The groups scroll: with the capabilities they are taller than a laptop's screen,
+        # and a dialog squeezed to the screen laid its rows over one another.
+        groups = QWidget()
+        groups_layout = QVBoxLayout(groups)
+        groups_layout.setContentsMargins(0, 0, 0, 0)
+        groups_layout.addWidget(params.params_box)
+        groups_layout.addWidget(self.projector)
+        groups_layout.addWidget(self.capabilities.box)
+        groups_layout.addWidget(self.advanced_button, 0, Qt.AlignmentFlag.AlignLeft)
+        groups_layout.addWidget(self.advanced_box)
+        groups_layout.addWidget(self.defaults_label)
+        groups_layout.addStretch(1)
+        self.groups_scroll = QScrollArea()
+        self.groups_scroll.setWidgetResizable(True)
+        self.groups_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.groups_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.groups_scroll.setWidget(groups)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(params.params_box)
-        layout.addWidget(self.projector)
-        layout.addWidget(self.capabilities.box)
-        layout.addWidget(self.advanced_button, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.advanced_box)
-        layout.addWidget(self.defaults_label)
+        layout.addWidget(self.groups_scroll, 1)
         layout.addWidget(self.fit_line)
         layout.addWidget(self.open_chat_check)
         layout.addWidget(self.problem_label)
         layout.addWidget(self.info_label)
         layout.addWidget(self.error_label)
-        layout.addStretch(1)
         layout.addWidget(self.buttons)
 
         self.engine_combo.currentIndexChanged.connect(self._on_engine_combo_changed)
@@ -207,6 +221,17 @@ class StartDialog(QDialog):
             if index >= 0:
                 self.engine_combo.setCurrentIndex(index)
         self._on_engine_combo_changed()
+        # Tall enough to show every group without scrolling where the screen allows it.
+        # The application's screen, not self.screen(): the wrapper that one returns before
+        # the dialog has a window took the QScreen with it when collected (PySide 6).
+        primary = QGuiApplication.primaryScreen()
+        room = primary.availableGeometry().height() * 9 // 10 if primary is not None else 800
+        wanted = (
+            self.sizeHint().height()
+            + groups.sizeHint().height()
+            - (self.groups_scroll.sizeHint().height())
+        )
+        self.resize(max(self.width(), 640), min(wanted, room))
 
     @property
     def preset_name_dialog(self) -> QInputDialog | None:
