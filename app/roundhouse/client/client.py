@@ -89,6 +89,16 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+@cache
+def _no_tls_context() -> ssl.SSLContext:
+    """For a daemon on plain http: verifying, but trusting no certificate at all.
+
+    httpx wants a context even for http; the CA bundle's 1.5 MB stay unloaded (the desktop
+    app's idle budget), and a redirect to https could not pass unverified.
+    """
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 class DaemonClient(
     BenchMixin,
     ChatsMixin,
@@ -122,7 +132,7 @@ class DaemonClient(
             limits=limits,
             # A daemon on loopback must not be reached through a proxy from the environment.
             trust_env=False,
-            verify=_tls_context(),
+            verify=_tls_context() if base_url.startswith("https:") else _no_tls_context(),
         )
 
     @classmethod
