@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import qasync
 
-from roundhouse.base.app_channel import channel_name
+from roundhouse.base.app_channel import channel_name, private_dir
 from roundhouse.base.paths import resolve_home
 from roundhouse.gui import app_channel
 from roundhouse.gui.app_channel import MAX_LINE, AppChannel
@@ -35,6 +35,7 @@ async def _ask(path: str, data: bytes) -> bytes:
     await writer.drain()
     answer = await asyncio.wait_for(reader.read(), 10)
     writer.close()
+    await writer.wait_closed()
     return answer
 
 
@@ -62,6 +63,8 @@ def test_commands_are_answered_and_the_socket_goes_with_the_channel(
         qloop.run_until_complete(scenario())
     finally:
         channel.close()
+        # The server's side of each connection closes on the loop: let it, here.
+        qloop.run_until_complete(asyncio.sleep(0.2))
     assert not Path(path).exists()
 
 
@@ -91,12 +94,13 @@ def test_a_crashed_apps_socket_is_replaced(
     qloop: qasync.QEventLoop, runtime_dir: Path, tmp_path: Path
 ) -> None:
     home = resolve_home(tmp_path / "home")
-    first = AppChannel(home, lambda: None)
-    assert first.listen(), first.problem
     path = channel_name(home)
-    # As a crash leaves it: the socket's file, and nobody listening on it.
-    assert first._socket is not None
-    first._socket.close()
+    # As a crash leaves it: the socket's file, and nobody listening on it. (Made by hand, not
+    # by an AppChannel closed behind its back: that one's server would still start on the
+    # shared loop, on a descriptor the next test reuses.)
+    private_dir()
+    with socket.socket(socket.AF_UNIX) as crashed:
+        crashed.bind(path)
     assert Path(path).exists()
     with socket.socket(socket.AF_UNIX) as probe, pytest.raises(ConnectionRefusedError):
         probe.connect(path)

@@ -69,6 +69,10 @@ def test_downloads_a_switch_an_update_and_a_crash_over_dbus(
             monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", bus.address)
             ui = build_ui(qapp, resolve_home(home_root), auto_start=False, tray_available=False)
             assert ui.notifier is not None and ui.notifier.route == Route.DBUS
+            # Without a tray the app quits when its last window closes; the windows earlier
+            # tests left are deleted while this one runs, and the last of them would end the
+            # loop here. This test's own window stays hidden throughout.
+            qapp.setQuitOnLastWindowClosed(False)
 
             async def scenario() -> None:
                 await connect(ui)

@@ -32,7 +32,7 @@ from roundhouse.api.chat import Message, ReplyStats, Role
 from roundhouse.api.engines import EngineId, InstanceOptions
 from roundhouse.api.instances import StartRequest
 from roundhouse.client.chat_stream import ChatDelta
-from roundhouse.gui.app import build_ui
+from roundhouse.gui.app import Ui, build_ui
 from roundhouse.gui.call import Follow
 from roundhouse.gui.chat_reply import ReplyDraft
 from roundhouse.gui.code_highlight import run_pending
@@ -315,9 +315,17 @@ async def _until(predicate: Callable[[], bool], within_s: float, what: str) -> N
 
 
 async def _serve(daemon: DaemonProcess, model: Path) -> str:
+    """The instance started on `model`, ready; its id."""
     options = InstanceOptions(model=str(model), ctx_size=2048, parallel=1, threads=ENGINE_THREADS)
     request = StartRequest(engine=EngineId.LLAMA_CPP, options=options)
-    return (await start_ready(daemon, request)).models[0]
+    return (await start_ready(daemon, request)).id
+
+
+def _served_name(ui: Ui, instance_id: str) -> str | None:
+    """The name the chat offers that instance's model by: the gateway's short name, not the
+    model's path."""
+    assert ui.active_model is not None
+    return next((m.id for m in ui.active_model.models if m.instance == instance_id), None)
 
 
 async def _lag_while(going: Callable[[], bool]) -> list[float]:
@@ -353,10 +361,13 @@ def test_render_lag_with_real_replies_from_the_daemon(
 
         async def scenario() -> None:
             nonlocal tokens
-            model = await _serve(daemon, tiny_gguf)
+            instance_id = await _serve(daemon, tiny_gguf)
             ui.bridge.start()
             await _until(lambda: ui.bridge.state == ConnectionState.CONNECTED, 20, "connected")
-            await _until(lambda: page.picker.findText(model) >= 0, 20, "the model")
+            await _until(lambda: _served_name(ui, instance_id) is not None, 20, "the model")
+            model = _served_name(ui, instance_id)
+            assert model is not None
+            await _until(lambda: page.picker.findText(model) >= 0, 20, "the model picked")
             page.picker.set_model(model)
             # As long as the tiny model's context allows: about 2,000 tokens a reply.
             page.settings.max_tokens.setValue(100_000)

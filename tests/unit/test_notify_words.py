@@ -79,9 +79,22 @@ def _update(latest: str | None, newer: bool) -> UpdateStatus:
 
 
 def test_the_first_state_is_not_news() -> None:
-    words = FeedNotices()
+    words = FeedNotices(started=3.0)
     assert words.downloads(_queue(_file(DownloadState.DONE))) == []
     assert words.instances([_instance(InstanceStatus.FAILED)]) == []
+
+
+def test_a_download_that_ended_after_the_app_began_listening_is_news_in_the_first_state() -> None:
+    # A small file can be queued and done between two events: the first queue the app hears
+    # already holds it finished. Stamped after the app began (updated_at 2.0 > 1.5): news.
+    words = FeedNotices(started=1.5)
+    assert words.downloads(_queue(_file(DownloadState.DONE))) == [
+        Notice(
+            NoticeKind.DOWNLOAD_FINISHED, "tiny-Q8_0.gguf from org/tiny-GGUF finished downloading."
+        )
+    ]
+    # Stamped before: the queue as the app found it.
+    assert FeedNotices(started=3.0).downloads(_queue(_file(DownloadState.DONE))) == []
 
 
 def test_downloads_finished_and_failed() -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from roundhouse.api.daemon import DaemonStatus
 from roundhouse.api.engines import EnginesOverview
@@ -100,6 +101,18 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     def gateway_url(self) -> str | None:
         """The OpenAI-compatible base URL apps use (the daemon's /v1); None while offline."""
         return f"{self._client.base_url}/v1" if self._client is not None else None
+
+    def when_connected(self, slot: Callable[[], object]) -> None:
+        """Call `slot` on each connection, and once soon when already connected: a page built
+        the first time it is shown (MainWindow.add_page) catches up with a connection made
+        before it existed."""
+        self.connected.connect(slot)
+        if self.state == ConnectionState.CONNECTED:
+            QTimer.singleShot(0, self, lambda: self._still_connected(slot))
+
+    def _still_connected(self, slot: Callable[[], object]) -> None:
+        if self.state == ConnectionState.CONNECTED:
+            slot()
 
     # Commands from widgets: each returns at once and works in the background.
 

@@ -10,6 +10,7 @@ already so when the app connected is not news. Qt-free, so the words are tested 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
@@ -74,7 +75,10 @@ def _sentence(text: str) -> str:
 class FeedNotices:
     """The last state of each instance and download heard of; each new state is compared."""
 
-    def __init__(self) -> None:
+    def __init__(self, started: float | None = None) -> None:
+        # When the app began listening (seconds since the epoch, as the daemon stamps
+        # downloads): the first queue heard may already hold a download that ended since.
+        self._started = time.time() if started is None else started
         self._instances: dict[str, InstanceInfo] = {}
         # Whether a list was heard yet: instances new after it are new, not found.
         self._listed = False
@@ -144,7 +148,9 @@ class FeedNotices:
         now = {item.id: item.state for item in items}
         before, self._downloads = self._downloads, now
         if before is None:
-            return []  # the queue as the app found it: not news
+            # The queue as the app found it is not news, but for what changed after the app
+            # began listening (a small file can be queued and done between two events).
+            before = {item.id: item.state for item in items if item.updated_at < self._started}
         notices: list[Notice] = []
         for item in items:
             was = before.get(item.id)

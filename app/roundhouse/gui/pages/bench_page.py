@@ -151,7 +151,7 @@ class BenchPage(QWidget):
         bridge.feed_reset.connect(self._ask_progress)
         # A model started, loaded or stopped anywhere shows in the picker at once.
         bridge.gateway_changed.connect(self._on_models_succeeded)
-        bridge.connected.connect(self.refresh)
+        bridge.when_connected(self.refresh)
         bridge.state_changed.connect(self._update_actions)
         self._update_actions()
 

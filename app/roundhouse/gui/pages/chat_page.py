@@ -167,7 +167,7 @@ class ChatPage(QWidget):
         # Bound methods, not lambdas: Qt drops the connection when the widget goes, while
         # the bridge (and the feed's events) may outlive it.
         self._active.failed.connect(self.model_state.setText)
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.state_changed.connect(self._update_actions)
         self._update_actions()
 

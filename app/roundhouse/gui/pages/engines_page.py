@@ -88,7 +88,7 @@ class EnginesPage(QWidget):
         layout.addLayout(header)
         layout.addWidget(splitter, 1)
 
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.disconnected.connect(self._on_bridge_disconnected)
         bridge.engines_changed.connect(self._on_bridge_engines_changed)
         bridge.engines_failed.connect(self._on_bridge_engines_failed)

@@ -72,7 +72,7 @@ class HardwarePage(QWidget):
         self._apply_ui_settings(bridge.ui_settings)
         self.repaint_timer.start()
 
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.disconnected.connect(self._on_bridge_disconnected)
         bridge.ui_settings_changed.connect(self._apply_ui_settings)
         bridge.inventory_changed.connect(self._on_bridge_inventory_changed)

@@ -98,7 +98,7 @@ class ModelsPage(QWidget):
         self.downloads.counts_changed.connect(self._on_downloads_counts_changed)
         self.downloads.item_finished.connect(lambda _: self.library.mark_stale())
         self.tabs.currentChanged.connect(self._on_tabs_changed)
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.state_changed.connect(self._on_bridge_state_changed)
         self._on_bridge_state_changed(bridge.state.value)
 

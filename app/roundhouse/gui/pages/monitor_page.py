@@ -97,7 +97,7 @@ class MonitorPage(QWidget):
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._follow_metrics)
 
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.disconnected.connect(self._on_bridge_disconnected)
         bridge.ui_settings_changed.connect(self._apply_ui_settings)
         bridge.inventory_changed.connect(self._on_bridge_inventory_changed)

@@ -96,7 +96,7 @@ class OllamaPage(QWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.refresh)
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.state_changed.connect(self._on_bridge_state_changed)
         bridge.instances_changed.connect(self._on_bridge_instances_changed)
         self._update_actions()

@@ -111,7 +111,7 @@ class SettingsPage(QWidget):
         layout.addWidget(scroll, 1)
         layout.addWidget(self.error)
         layout.addLayout(buttons)
-        bridge.connected.connect(self._on_bridge_connected)
+        bridge.when_connected(self._on_bridge_connected)
         bridge.ui_settings_changed.connect(self._on_bridge_ui_settings_changed)
         bridge.state_changed.connect(self._update_actions)
         self._update_actions()

@@ -134,7 +134,7 @@ class UpdateNotice(QLabel):
         self._timer = QTimer(self)
         self._timer.setInterval(NOTE_REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
-        bridge.connected.connect(self.refresh)
+        bridge.when_connected(self.refresh)
         self._timer.start()
 
     def refresh(self) -> None:
