@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,8 +18,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from roundhouse.api.downloads import DownloadRequest
 from roundhouse.base.paths import resolve_home
 from roundhouse.client import DaemonClient
@@ -28,6 +25,7 @@ from tests.daemon_process import running_daemon
 from tests.fakes.hub import HubStandin, hub_env
 from tests.fakes.hub.build import GGUF_REPO
 from tests.fakes.notifications import NotificationBus
+from tests.gui.xdisplay import need, xvfb
 from tests.processes import free_port
 from tests.support.standins import keyring_env
 
@@ -36,48 +34,17 @@ Q8_FILE = "tiny-llama-Q8_0.gguf"
 Q4_FILE = "tiny-llama-Q4_K_M.gguf"
 
 
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        # Not a skip: CI installs it (.ci/apt-packages.txt), and a missing part fails the run.
-        pytest.fail(f"{tool} is not installed: run .ci/setup (it installs the apt packages)")
-    return path
-
-
 @contextmanager
 def _display_with_tray() -> Iterator[str]:
-    """Xvfb on a free display number, with trayer's tray on it; the display's name."""
-    read, write = os.pipe()
-    server = subprocess.Popen(
-        [
-            _need("Xvfb"),
-            "-displayfd",
-            str(write),
-            "-nolisten",
-            "tcp",
-            "-screen",
-            "0",
-            "1024x768x24",
-        ],
-        pass_fds=(write,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write)
-    tray: subprocess.Popen[bytes] | None = None
-    try:
-        with os.fdopen(read) as answer:
-            number = answer.readline().strip()
-        assert number, "Xvfb did not say its display number"
-        display = f":{number}"
-        argv = [_need("trayer"), "--edge", "top", "--align", "right", "--SetDockType", "true"]
+    """A fresh Xvfb (tests/gui/xdisplay.py) with trayer's tray on it; the display's name."""
+    with xvfb() as display:
+        argv = [need("trayer"), "--edge", "top", "--align", "right", "--SetDockType", "true"]
         tray = subprocess.Popen(argv, env={**os.environ, "DISPLAY": display})
-        yield display
-    finally:
-        for process in (tray, server):
-            if process is not None:
-                process.terminate()
-                process.wait(10)
+        try:
+            yield display
+        finally:
+            tray.terminate()
+            tray.wait(10)
 
 
 class _Lines:

@@ -29,7 +29,7 @@ _TK_WINDOW = textwrap.dedent(
 )
 
 
-def _need(tool: str) -> str:
+def need(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
         # Not a skip: CI installs it (.ci/apt-packages.txt), and a missing part fails the run.
@@ -42,7 +42,7 @@ def xvfb() -> Iterator[str]:
     """A fresh Xvfb on a free display number; its name (":N")."""
     read, write = os.pipe()
     server = subprocess.Popen(
-        [_need("Xvfb"), "-displayfd", str(write), "-nolisten", "tcp", "-screen", "0", SCREEN],
+        [need("Xvfb"), "-displayfd", str(write), "-nolisten", "tcp", "-screen", "0", SCREEN],
         pass_fds=(write,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -60,7 +60,7 @@ def xvfb() -> Iterator[str]:
 
 def xdotool(display: str, *args: str) -> str:
     done = subprocess.run(
-        [_need("xdotool"), *args],
+        [need("xdotool"), *args],
         env={**os.environ, "DISPLAY": display},
         capture_output=True,
         text=True,
