@@ -7,15 +7,14 @@ each refusal is the guard's."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from roundhouse.server.request_guard import CONTROL_BODY_LIMIT
 from tests.api.test_chat_history_api import BRANCHED
 from tests.daemon_process import DaemonProcess, running_daemon
+from tests.security.oversize import answer_to_oversize_post
 
 CHATS = "/api/v1/chats"
 EVIL = "https://evil.example"
@@ -110,16 +109,7 @@ def test_with_the_token_from_loopback_each_route_answers(
 
 
 def test_an_import_over_the_cap_is_refused_before_it_is_read(daemon: DaemonProcess) -> None:
-    url = httpx.URL(daemon.url)
-    assert url.host and url.port
-    head = (
-        f"POST {CHATS}/import HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
-        f"Authorization: Bearer {daemon.token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {CONTROL_BODY_LIMIT + 1}\r\n\r\n"
-    )
-    with socket.create_connection((url.host, url.port), timeout=10) as raw:
-        raw.sendall(head.encode())
-        answer = raw.recv(4096).decode(errors="replace")
+    answer = answer_to_oversize_post(daemon, f"{CHATS}/import")
     assert answer.startswith("HTTP/1.1 413"), answer[:200]
 
 

@@ -7,15 +7,14 @@ The same turn with the token from loopback streams, so each refusal is the guard
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from roundhouse.api.chat import MAX_MESSAGE_CHARS
-from roundhouse.server.request_guard import CONTROL_BODY_LIMIT
 from tests.daemon_process import DaemonProcess, running_daemon
+from tests.security.oversize import answer_to_oversize_post
 
 TURNS = "/api/v1/chats/turns"
 EVIL = "https://evil.example"
@@ -115,16 +114,7 @@ def test_a_forged_host_is_refused(daemon: DaemonProcess, host: str) -> None:
 
 def test_a_body_over_the_cap_is_refused_before_it_is_read(daemon: DaemonProcess) -> None:
     # Only the headers go out: the daemon answers before any of the body.
-    url = httpx.URL(daemon.url)
-    assert url.host and url.port
-    head = (
-        f"POST {TURNS} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
-        f"Authorization: Bearer {daemon.token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {CONTROL_BODY_LIMIT + 1}\r\n\r\n"
-    )
-    with socket.create_connection((url.host, url.port), timeout=10) as raw:
-        raw.sendall(head.encode())
-        answer = raw.recv(4096).decode(errors="replace")
+    answer = answer_to_oversize_post(daemon, TURNS)
     assert answer.startswith("HTTP/1.1 413"), answer[:200]
 
 
