@@ -7,15 +7,17 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from roundhouse.api.bench import Endpoint
 from roundhouse.core.bench.failures import reason_of
 from roundhouse.core.bench.records import RequestRecord
-from roundhouse.core.bench.workloads import Prompt
 from roundhouse.core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from roundhouse.core.bench.workloads import Prompt
 
 # (requests done, requests in all, of those done the ones that failed)
 Progress = Callable[[int, int, int], None]

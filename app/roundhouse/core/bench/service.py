@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from roundhouse.api.bench import (
     BenchList,
@@ -22,13 +23,13 @@ from roundhouse.api.bench import (
     failure_lines,
 )
 from roundhouse.api.jobs import JobKind, JobState
-from roundhouse.core.bench.arrivals import poisson_offsets
 from roundhouse.core.bench.failures import advice, group_failures, with_groups
-from roundhouse.core.bench.metrics import compute_metrics
 from roundhouse.core.bench.runner import Target, new_session, run_requests, warm_up
-from roundhouse.core.bench.workloads import Prompt, random_prompts, sharegpt_prompts
 from roundhouse.core.errors import NotFoundError, RoundhouseError
 from roundhouse.core.infra.jobs import Job, JobBoard, new_job_id
+
+if TYPE_CHECKING:
+    from roundhouse.core.bench.workloads import Prompt
 
 log = logging.getLogger(__name__)
 _ID = re.compile(r"^[0-9a-f]{12}$")
@@ -56,6 +57,9 @@ def _failed(exc: Exception) -> str:
 
 
 def build_prompts(request: BenchRequest) -> list[Prompt]:
+    # The numeric modules (numpy, 11 MB) load with the first benchmark, not in every daemon.
+    from roundhouse.core.bench.workloads import random_prompts, sharegpt_prompts
+
     if request.prompts_jsonl is not None:
         return sharegpt_prompts(request.prompts_jsonl, request.num_prompts)
     return random_prompts(
@@ -79,6 +83,9 @@ async def run_benchmark(
     """Warm up, then run the whole benchmark against `base_url` (ending in /v1); the
     failures are grouped by reason, with advice naming `serving`'s context where known.
     `on_change` is called after each request that moves `progress`."""
+    from roundhouse.core.bench.arrivals import poisson_offsets
+    from roundhouse.core.bench.metrics import compute_metrics
+
     prompts = build_prompts(request)
     target = Target(
         base_url, api_key, request.model, request.endpoint, request.ignore_eos, request.timeout_s

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gguf.constants import GGMLQuantizationType, GGUFValueType
-
+from roundhouse.core.knowledge.gguf.constants import GGMLQuantizationType, GGUFValueType
 from roundhouse.core.knowledge.gguf.values import ArrayInfo, GgufValue
 
 

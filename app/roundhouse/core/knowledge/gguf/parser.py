@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, Keys
-
+from roundhouse.core.knowledge.gguf.constants import (
+    GGML_QUANT_SIZES,
+    GGMLQuantizationType,
+    GGUFValueType,
+    Keys,
+)
 from roundhouse.core.knowledge.gguf.cursor import Cursor
 from roundhouse.core.knowledge.gguf.errors import GgufError, NeedMoreBytes
 from roundhouse.core.knowledge.gguf.header import GgufHeader, TensorInfo

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from gguf.constants import Keys, LlamaFileType
-
+from roundhouse.core.knowledge.gguf.constants import Keys, LlamaFileType
 from roundhouse.core.knowledge.gguf.header import GgufHeader
 
 TOKENS = "tokenizer.ggml.tokens"

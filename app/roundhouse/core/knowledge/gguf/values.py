@@ -6,11 +6,9 @@ import struct
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from gguf.constants import GGUFValueType
-
+from roundhouse.core.knowledge.gguf.constants import GGUFValueType
 from roundhouse.core.knowledge.gguf.cursor import Cursor
 from roundhouse.core.knowledge.gguf.errors import GgufError
-from roundhouse.core.knowledge.gguf.strings import skip_strings
 
 
 @dataclass(frozen=True)
@@ -85,6 +83,9 @@ class ValueReader:
         if etype == GGUFValueType.STRING:
             cur.require(count * 8, what)  # every string takes at least its length
             if not keep:
+                # numpy (11 MB) loads with the first header that has a string array.
+                from roundhouse.core.knowledge.gguf.strings import skip_strings
+
                 skip_strings(cur, count, what)
                 return ArrayInfo(etype, count)
             return [cur.string(MAX_STRING, what) for _ in range(count)]

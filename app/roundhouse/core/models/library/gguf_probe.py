@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gguf.constants import Keys
-
 from roundhouse.core.knowledge.gguf import (
     GgufHeader,
     GgufValue,
@@ -16,6 +14,7 @@ from roundhouse.core.knowledge.gguf import (
     read_gguf_metadata,
     summarize,
 )
+from roundhouse.core.knowledge.gguf.constants import Keys
 from roundhouse.core.knowledge.gguf.summary import file_type_name
 from roundhouse.core.models.library.facts import ModelFacts
 
