@@ -158,11 +158,7 @@ class SessionMixin(TasksMixin):
     async def _close_client(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            try:
-                await client.aclose()
-            except Exception:
-                # Closing what already broke may fail too; nothing is left to do with it.
-                log.debug("Closing the daemon client failed", exc_info=True)
+            await self._retire(client)
 
     def _is_new(self, t: float) -> bool:
         return self._last_sample_t is None or t > self._last_sample_t

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections import Counter
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QTimer
@@ -27,6 +28,9 @@ class TasksMixin:
         _client: DaemonClient | None
         _state: ConnectionState
         _tasks: set[asyncio.Task[Any]]
+        # Requests running on each client, and the clients a reconnect retired meanwhile.
+        _borrowed: Counter[DaemonClient]
+        _retired: set[DaemonClient]
 
     def call(
         self,
@@ -47,20 +51,20 @@ class TasksMixin:
         follow = Follow(what)
 
         async def run() -> None:
-            client = self._client
-            if client is None or self._state != ConnectionState.CONNECTED:
-                follow.fail(NOT_CONNECTED)
-                return
-            try:
-                async with contextlib.aclosing(stream(client)) as items:
-                    async for item in items:
-                        follow.receive(item)
-            except ClientError as exc:
-                follow.fail(Failure.from_error(exc))
-                return
-            except asyncio.CancelledError:
-                follow.mark_cancelled()
-                raise
+            async with self._borrow() as client:
+                if client is None:
+                    follow.fail(NOT_CONNECTED)
+                    return
+                try:
+                    async with contextlib.aclosing(stream(client)) as items:
+                        async for item in items:
+                            follow.receive(item)
+                except ClientError as exc:
+                    follow.fail(Failure.from_error(exc))
+                    return
+                except asyncio.CancelledError:
+                    follow.mark_cancelled()
+                    raise
             follow.end()
 
         task = self._try_spawn(run())
@@ -86,15 +90,15 @@ class TasksMixin:
         call = Call(what)
 
         async def run() -> None:
-            client = self._client
-            if client is None or self._state != ConnectionState.CONNECTED:
-                call.fail(NOT_CONNECTED)
-                return
-            try:
-                result = await request(client)
-            except ClientError as exc:
-                call.fail(Failure.from_error(exc))
-                return
+            async with self._borrow() as client:
+                if client is None:
+                    call.fail(NOT_CONNECTED)
+                    return
+                try:
+                    result = await request(client)
+                except ClientError as exc:
+                    call.fail(Failure.from_error(exc))
+                    return
             if on_success is not None:
                 on_success(result)
             call.succeed(result)
@@ -102,6 +106,36 @@ class TasksMixin:
         if self._try_spawn(run()) is None:
             QTimer.singleShot(0, lambda: call.fail(NOT_CONNECTED))
         return call
+
+    @contextlib.asynccontextmanager
+    async def _borrow(self) -> AsyncIterator[DaemonClient | None]:
+        """The session's client for one request; None when not connected.
+
+        A reconnect while the request runs retires the client instead of closing it under
+        the request (which would fail a request the daemon never saw): the last request to
+        give it back closes it.
+        """
+        client = self._client
+        if client is None or self._state != ConnectionState.CONNECTED:
+            yield None
+            return
+        self._borrowed[client] += 1
+        try:
+            yield client
+        finally:
+            self._borrowed[client] -= 1
+            if not self._borrowed[client]:
+                del self._borrowed[client]
+                if client in self._retired:
+                    self._retired.discard(client)
+                    await close_quietly(client)
+
+    async def _retire(self, client: DaemonClient) -> None:
+        """Close `client` now, or once the requests still running on it end."""
+        if client in self._borrowed:
+            self._retired.add(client)
+        else:
+            await close_quietly(client)
 
     def _try_spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
         """Like `_spawn`, but None when no asyncio loop runs any more (the app is closing; a
@@ -123,3 +157,11 @@ class TasksMixin:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("A background task of the GUI failed", exc_info=task.exception())
+
+
+async def close_quietly(client: DaemonClient) -> None:
+    try:
+        await client.aclose()
+    except Exception:
+        # Closing what already broke may fail too; nothing is left to do with it.
+        log.debug("Closing the daemon client failed", exc_info=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +75,8 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
         self._client: DaemonClient | None = None
         self._session: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._borrowed: Counter[DaemonClient] = Counter()
+        self._retired: set[DaemonClient] = set()
         self._state = ConnectionState.DISCONNECTED
         self._last_message = ""
         self._last_sample_t: float | None = None
@@ -157,27 +160,27 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     # What the daemon knows of the hardware and the engines, loaded on demand.
 
     async def _refresh_inventory(self) -> None:
-        client = self._client
-        if client is None:
-            self.refresh_failed.emit("Not connected to the daemon, so nothing was refreshed.")
-            return
-        try:
-            inventory = await client.hardware(refresh=True)
-        except ClientError as exc:
-            self.refresh_failed.emit(str(exc))
-            return
+        async with self._borrow() as client:
+            if client is None:
+                self.refresh_failed.emit("Not connected to the daemon, so nothing was refreshed.")
+                return
+            try:
+                inventory = await client.hardware(refresh=True)
+            except ClientError as exc:
+                self.refresh_failed.emit(str(exc))
+                return
         self._set_inventory(inventory)
 
     async def _load_engines(self, *, refresh: bool) -> None:
-        client = self._client
-        if client is None:
-            self.engines_failed.emit("Not connected to the daemon, so nothing was refreshed.")
-            return
-        try:
-            engines = await client.engines(refresh=refresh)
-        except ClientError as exc:
-            self.engines_failed.emit(str(exc))
-            return
+        async with self._borrow() as client:
+            if client is None:
+                self.engines_failed.emit("Not connected to the daemon, so nothing was refreshed.")
+                return
+            try:
+                engines = await client.engines(refresh=refresh)
+            except ClientError as exc:
+                self.engines_failed.emit(str(exc))
+                return
         self._set_engines(engines)
 
     def _set_inventory(self, inventory: HardwareInventory) -> None:
