@@ -14,10 +14,10 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
 from roundhouse.base.paths import Home
 from roundhouse.gui.connection_state import ConnectionState
-from roundhouse.gui.icons import app_icon, stylesheet
+from roundhouse.gui.icons import app_icon
 from roundhouse.gui.main_window import MainWindow
 from roundhouse.gui.pyside_tax import skip_feature_source_scan
-from roundhouse.gui.theme.manager import theme_manager
+from roundhouse.gui.theme.manager import current_stylesheet, theme_manager
 from roundhouse.gui.theme.tokens import Scheme
 
 # Only Qt and the window shell load before the first paint; asyncio, qasync, the HTTP
@@ -254,7 +254,8 @@ def _smoke_check(app: QApplication, outcome: list[int]) -> None:
     icons += [ui_icon(name, scheme) for name in PAGE_ICONS.values() for scheme in Scheme]
     # A null pixmap means the SVG icon engine (a Qt plugin) is missing from the build.
     blank = sum(icon.pixmap(32, 32).isNull() for icon in icons)
-    if blank or not stylesheet() or app.styleSheet() != stylesheet():
+    sheet = current_stylesheet()
+    if blank or not sheet or app.styleSheet() != sheet:
         sys.stderr.write(
             f"smoke: FAILED: {blank} of {len(icons)} icons did not render, or "
             f"the stylesheet did not load from {resources_dir()}\n"

@@ -53,13 +53,6 @@ def tray_icon(state: TrayState, *, dark_panel: bool) -> QIcon:
     return QIcon(str(resource_path("icons", f"tray-{theme}-{state.value}.svg")))
 
 
-def stylesheet() -> str:
-    """The stylesheet as the app has it now: the template filled in for the scheme in force."""
-    from roundhouse.gui.theme.manager import current_stylesheet
-
-    return current_stylesheet()
-
-
 @cache
 def _svg(name: str) -> str:
     return resource_path("icons", "ui", f"{name}.svg").read_text(encoding="utf-8")
