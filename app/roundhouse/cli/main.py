@@ -48,7 +48,7 @@ def serve(ctx: click.Context, port: int | None, host: str | None) -> None:
     """Run the daemon in the foreground until Ctrl+C or `roundhouse stop`."""
     from roundhouse.cli.serve_command import serve_foreground
 
-    raise SystemExit(serve_foreground(home_of(ctx), host=host, port=port))
+    serve_foreground(home_of(ctx), host=host, port=port)
 
 
 @cli.command()
