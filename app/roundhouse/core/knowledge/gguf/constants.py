@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
+from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -23,20 +23,30 @@ def _load() -> ModuleType:
     if loaded is not None:
         return loaded
     package = importlib.util.find_spec("gguf")  # finds the package without running it
-    if package is None or not package.submodule_search_locations:
+    if package is None or package.submodule_search_locations is None:
         raise ImportError("The gguf package is not installed: `pip install gguf`.")
-    path = Path(next(iter(package.submodule_search_locations))) / "constants.py"
-    spec = importlib.util.spec_from_file_location(_NAME, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"gguf's constants cannot be loaded from {path}.")
+    spec = _find_submodule(list(package.submodule_search_locations))
     module = importlib.util.module_from_spec(spec)
     sys.modules[_NAME] = module
     try:
+        assert spec.loader is not None
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[_NAME]
         raise
     return module
+
+
+def _find_submodule(search: list[str]) -> ModuleSpec:
+    # What the import system does once the parent is imported, without importing it: ask
+    # each finder for the submodule along the parent's path. The finders, not a file path,
+    # so it works where the package is not plain files (a frozen build's archive).
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(_NAME, search) if find is not None else None
+        if isinstance(spec, ModuleSpec) and spec.loader is not None:
+            return spec
+    raise ImportError(f"gguf's constants module is not found in {search}.")
 
 
 if TYPE_CHECKING:
