@@ -5,14 +5,17 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from roundhouse.api.discovery import read_discovery
+from roundhouse.base.paths import resolve_home
 from tests.daemon_process import DaemonProcess, serve_argv, start_daemon
 from tests.support.cli import roundhouse
+from tests.support.gated_daemon import gated_argv
 
 
 def _files_gone(daemon: DaemonProcess) -> bool:
@@ -39,6 +42,36 @@ def test_signal_stops_gracefully(home_root: Path, sig: signal.Signals) -> None:
     assert _files_gone(daemon)
     # The process ends without the interpreter's teardown: its log was flushed first.
     last = (daemon.home.log_dir / "daemon.log").read_text(encoding="utf-8").splitlines()[-1]
+    assert "Daemon stopped after" in last, last
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_the_daemon_starts_stops_it_cleanly(
+    home_root: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    # Until uvicorn captured signals inside its serve, a stop asked during the start killed
+    # the process (SIGTERM) or raised in it (SIGINT), leaving its token file behind.
+    gate = tmp_path / "gate"
+    process = subprocess.Popen(
+        gated_argv(home_root, gate), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not gate.with_suffix(".waiting").exists():
+            assert process.poll() is None and time.monotonic() < deadline, "never got to start"
+            time.sleep(0.02)
+        process.send_signal(sig)
+        time.sleep(0.2)
+        gate.touch()  # the start goes on, then ends at once
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert "Traceback" not in output, output
+    home = resolve_home(home_root)
+    assert not home.discovery_file.exists() and not home.token_file.exists()
+    last = (home.log_dir / "daemon.log").read_text(encoding="utf-8").splitlines()[-1]
     assert "Daemon stopped after" in last, last
 
 

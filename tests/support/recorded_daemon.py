@@ -10,7 +10,7 @@ from pathlib import Path
 from roundhouse.api.hardware import GpuSample, HardwareInventory
 from roundhouse.api.settings import Settings
 from roundhouse.base.paths import Home, resolve_home
-from roundhouse.server.daemon import ServeOptions, print_ready, run_daemon
+from roundhouse.server.daemon import HardwareFactory, ServeOptions, print_ready, run_daemon
 from roundhouse.server.services import HardwareSource
 
 
@@ -48,6 +48,16 @@ def recorded_machine(
     return base / name, recorded_argv(base / name, hardware), folder
 
 
+def serve_with(home_dir: str, hardware: HardwareFactory) -> int:
+    """`roundhouse serve --port 0` for `home_dir`, its hardware probe being `hardware`."""
+    return run_daemon(
+        resolve_home(Path(home_dir)),
+        ServeOptions(port=0),
+        hardware_factory=hardware,
+        on_ready=print_ready,
+    )
+
+
 def main(argv: list[str]) -> int:
     home_dir, inventory_file = argv
     inventory = HardwareInventory.model_validate_json(Path(inventory_file).read_text("utf-8"))
@@ -55,12 +65,7 @@ def main(argv: list[str]) -> int:
     def hardware(home: Home, settings: Settings) -> HardwareSource:
         return RecordedHardware(inventory)
 
-    return run_daemon(
-        resolve_home(Path(home_dir)),
-        ServeOptions(port=0),
-        hardware_factory=hardware,
-        on_ready=print_ready,
-    )
+    return serve_with(home_dir, hardware)
 
 
 if __name__ == "__main__":

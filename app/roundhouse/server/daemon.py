@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 
@@ -107,6 +110,30 @@ class _Server(uvicorn.Server):
         return should_exit
 
 
+@contextlib.contextmanager
+def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM call `stop` (a graceful stop) while this is entered; a second
+    Ctrl+C interrupts a stop that hangs, as it does while uvicorn serves. uvicorn puts its own
+    handlers over these while it serves and gives them back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; a daemon run elsewhere has none
+        return
+    asked: list[int] = []
+
+    def signalled(sig: int, frame: FrameType | None) -> None:
+        if asked and sig == signal.SIGINT:
+            signal.default_int_handler(sig, frame)
+        asked.append(sig)
+        stop()
+
+    previous = {sig: signal.signal(sig, signalled) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _already_running_message(home: Home) -> str:
     found = read_discovery(home.discovery_file)
     if found is None:
@@ -176,15 +203,6 @@ async def _serve(
     hardware_factory: HardwareFactory,
     on_ready: Callable[[Discovery], None] | None,
 ) -> None:
-    hardware = await asyncio.to_thread(hardware_factory, home, settings)
-    token = write_token(home.token_file)
-    bound_host, bound_port = sock.getsockname()[:2]
-    # Clients (the discovery file, the app, the CLI, the benchmark) connect to this: on
-    # loopback for a wildcard bind, since the Host guard answers no `0.0.0.0`.
-    connect_host = _WILDCARD_TO_LOOPBACK.get(bound_host, bound_host)
-    url_host = f"[{connect_host}]" if ":" in connect_host else connect_host
-    url = f"http://{url_host}:{bound_port}"
-
     server: _Server | None = None
     stopping = asyncio.Event()
 
@@ -193,39 +211,55 @@ async def _serve(
         if server is not None:
             server.should_exit = True
 
-    state = DaemonState(home, settings, hardware, engine_detector(home))
-    services = build_services(
-        state, token=token, url=url, request_shutdown=request_shutdown, stopping=stopping
-    )
-    # Beyond loopback (`daemon.host`, `serve --host`) connections are bounded as well, and
-    # every request needs the key or the token (security.KeyGuard judges the peer).
-    own_hosts = () if bound_host in _WILDCARD_TO_LOOPBACK else (bound_host,)
-    config = listener_config(create_app(services, hosts=own_hosts), bound_host)
-    server = _Server(config, on_exit=stopping.set)
-    await start_services(services)
-    # Detect engines in the background now, so the first client does not wait for it.
-    detection = asyncio.create_task(services.engines(), name="engine-detection")
-    # Engines an earlier daemon left: adopted or stopped before any new one starts.
-    recovery = asyncio.create_task(_recover_then_scan(services.instances), name="instance-recovery")
-    discovery = Discovery(
-        url=url,
-        pid=os.getpid(),
-        version=__version__,
-        started_at=services.started_at,
-        home=home.label,
-    )
-    write_discovery(home.discovery_file, discovery)
-    log.info("Roundhouse daemon %s serving %s (pid %d)", __version__, url, os.getpid())
-    if on_ready is not None:
-        on_ready(discovery)
-    started = time.monotonic()
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        detection.cancel()
-        await recovery
-        await close_services(services)
-        log.info("Daemon stopped after %.1f s", time.monotonic() - started)
+    # From here, not only once uvicorn captures them inside `serve`: a stop asked while the
+    # daemon starts (its token and discovery files written) must end it cleanly too.
+    with _stop_on_signals(request_shutdown):
+        hardware = await asyncio.to_thread(hardware_factory, home, settings)
+        token = write_token(home.token_file)
+        bound_host, bound_port = sock.getsockname()[:2]
+        # Clients (the discovery file, the app, the CLI, the benchmark) connect to this: on
+        # loopback for a wildcard bind, since the Host guard answers no `0.0.0.0`.
+        connect_host = _WILDCARD_TO_LOOPBACK.get(bound_host, bound_host)
+        url_host = f"[{connect_host}]" if ":" in connect_host else connect_host
+        url = f"http://{url_host}:{bound_port}"
+
+        state = DaemonState(home, settings, hardware, engine_detector(home))
+        services = build_services(
+            state, token=token, url=url, request_shutdown=request_shutdown, stopping=stopping
+        )
+        # Beyond loopback (`daemon.host`, `serve --host`) connections are bounded as well, and
+        # every request needs the key or the token (security.KeyGuard judges the peer).
+        own_hosts = () if bound_host in _WILDCARD_TO_LOOPBACK else (bound_host,)
+        config = listener_config(create_app(services, hosts=own_hosts), bound_host)
+        server = _Server(config, on_exit=stopping.set)
+        if stopping.is_set():
+            server.should_exit = True  # asked to stop before there was a server to tell
+        await start_services(services)
+        # Detect engines in the background now, so the first client does not wait for it.
+        detection = asyncio.create_task(services.engines(), name="engine-detection")
+        # Engines an earlier daemon left: adopted or stopped before any new one starts.
+        recovery = asyncio.create_task(
+            _recover_then_scan(services.instances), name="instance-recovery"
+        )
+        discovery = Discovery(
+            url=url,
+            pid=os.getpid(),
+            version=__version__,
+            started_at=services.started_at,
+            home=home.label,
+        )
+        write_discovery(home.discovery_file, discovery)
+        log.info("Roundhouse daemon %s serving %s (pid %d)", __version__, url, os.getpid())
+        if on_ready is not None:
+            on_ready(discovery)
+        started = time.monotonic()
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            detection.cancel()
+            await recovery
+            await close_services(services)
+            log.info("Daemon stopped after %.1f s", time.monotonic() - started)
 
 
 async def _recover_then_scan(instances: InstanceService) -> None:
