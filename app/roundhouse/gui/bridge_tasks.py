@@ -15,6 +15,9 @@ from roundhouse.client import ClientError, DaemonClient
 from roundhouse.gui.call import NOT_CONNECTED, Call, Failure, Follow
 from roundhouse.gui.connection_state import ConnectionState
 
+if TYPE_CHECKING:
+    from PySide6.QtCore import SignalInstance
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -28,9 +31,8 @@ class TasksMixin:
         _client: DaemonClient | None
         _state: ConnectionState
         _tasks: set[asyncio.Task[Any]]
-        # Requests running on each client, and the clients a reconnect retired meanwhile.
+        # Requests running on each client (a retired one is no longer `_client`).
         _borrowed: Counter[DaemonClient]
-        _retired: set[DaemonClient]
 
     def call(
         self,
@@ -113,7 +115,7 @@ class TasksMixin:
 
         A reconnect while the request runs retires the client instead of closing it under
         the request (which would fail a request the daemon never saw): the last request to
-        give it back closes it.
+        give back a client that is no longer the session's closes it.
         """
         client = self._client
         if client is None or self._state != ConnectionState.CONNECTED:
@@ -126,16 +128,29 @@ class TasksMixin:
             self._borrowed[client] -= 1
             if not self._borrowed[client]:
                 del self._borrowed[client]
-                if client in self._retired:
-                    self._retired.discard(client)
+                if client is not self._client:
                     await close_quietly(client)
 
     async def _retire(self, client: DaemonClient) -> None:
-        """Close `client` now, or once the requests still running on it end."""
-        if client in self._borrowed:
-            self._retired.add(client)
-        else:
+        """Close `client`, no longer the session's, now or once the requests still running
+        on it end (`_borrow` closes it then)."""
+        if client not in self._borrowed:
             await close_quietly(client)
+
+    async def _load(
+        self, request: Callable[[DaemonClient], Awaitable[T]], failed: SignalInstance
+    ) -> T | None:
+        """`request`'s answer, awaited here; None when not connected or it failed, which
+        `failed` is told in words (for the bridge's own loads, which answer by signal)."""
+        async with self._borrow() as client:
+            if client is None:
+                failed.emit("Not connected to the daemon, so nothing was refreshed.")
+                return None
+            try:
+                return await request(client)
+            except ClientError as exc:
+                failed.emit(str(exc))
+                return None
 
     def _try_spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any] | None:
         """Like `_spawn`, but None when no asyncio loop runs any more (the app is closing; a

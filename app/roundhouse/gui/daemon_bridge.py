@@ -76,7 +76,6 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
         self._session: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._borrowed: Counter[DaemonClient] = Counter()
-        self._retired: set[DaemonClient] = set()
         self._state = ConnectionState.DISCONNECTED
         self._last_message = ""
         self._last_sample_t: float | None = None
@@ -160,28 +159,14 @@ class DaemonBridge(SessionMixin, FeedMixin, InstancesMixin, QObject):
     # What the daemon knows of the hardware and the engines, loaded on demand.
 
     async def _refresh_inventory(self) -> None:
-        async with self._borrow() as client:
-            if client is None:
-                self.refresh_failed.emit("Not connected to the daemon, so nothing was refreshed.")
-                return
-            try:
-                inventory = await client.hardware(refresh=True)
-            except ClientError as exc:
-                self.refresh_failed.emit(str(exc))
-                return
-        self._set_inventory(inventory)
+        inventory = await self._load(lambda c: c.hardware(refresh=True), self.refresh_failed)
+        if inventory is not None:
+            self._set_inventory(inventory)
 
     async def _load_engines(self, *, refresh: bool) -> None:
-        async with self._borrow() as client:
-            if client is None:
-                self.engines_failed.emit("Not connected to the daemon, so nothing was refreshed.")
-                return
-            try:
-                engines = await client.engines(refresh=refresh)
-            except ClientError as exc:
-                self.engines_failed.emit(str(exc))
-                return
-        self._set_engines(engines)
+        engines = await self._load(lambda c: c.engines(refresh=refresh), self.engines_failed)
+        if engines is not None:
+            self._set_engines(engines)
 
     def _set_inventory(self, inventory: HardwareInventory) -> None:
         self.inventory = inventory
