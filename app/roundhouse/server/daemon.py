@@ -118,12 +118,13 @@ def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers; a daemon run elsewhere has none
         return
-    asked: list[int] = []
+    asked = False
 
     def signalled(sig: int, frame: FrameType | None) -> None:
+        nonlocal asked
         if asked and sig == signal.SIGINT:
             signal.default_int_handler(sig, frame)
-        asked.append(sig)
+        asked = True
         stop()
 
     previous = {sig: signal.signal(sig, signalled) for sig in (signal.SIGINT, signal.SIGTERM)}
